@@ -1,0 +1,1 @@
+"""The ``grapeshot`` command: one module per subcommand, each thin over the library."""

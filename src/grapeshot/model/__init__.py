@@ -1,0 +1,1 @@
+"""The vocabulary every part of grapeshot shares: machines, workloads, placements."""

@@ -1,0 +1,58 @@
+"""The one error type users see: bad input, named where it was found."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class GrapeshotError(Exception):
+    """Base class of every error grapeshot raises on purpose."""
+
+
+class InputError(GrapeshotError, ValueError):
+    """Invalid user input: a file, a field, a command-line value.
+
+    The message follows one template, ``"<where>: <what is wrong>; expected <what>"``, so a
+    command line can print it on one line and exit with status 2.
+
+    Parameters
+    ----------
+    where
+        What holds the bad value: ``"machine.toml line 4"``, ``"--busy"``, ``"cost"``.
+    problem
+        What is wrong with it, e.g. ``"got -1"``.
+    expected
+        What would have been accepted, e.g. ``"a number in (0, 1]"``. Omitted when
+        ``problem`` already says it.
+    """
+
+    def __init__(self, where: str, problem: str, expected: str | None = None) -> None:
+        self.where = where
+        self.problem = problem
+        self.expected = expected
+        message = f"{where}: {problem}"
+        if expected:
+            message += f"; expected {expected}"
+        super().__init__(message)
+
+
+def check_positive_int(value: int, where: str, *, minimum: int = 1) -> int:
+    """Return ``value`` as an int if it is an integer ``>= minimum``, else raise InputError."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(where, f"got {value!r}", f"an integer >= {minimum}")
+    if value < minimum:
+        raise InputError(where, f"got {value}", f"an integer >= {minimum}")
+    return int(value)
+
+
+def check_probability(value: float, where: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float in (0, 1] (or [0, 1] with ``allow_zero``), else raise."""
+    lo = "[0" if allow_zero else "(0"
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(where, f"got {value!r}", f"a number in {lo}, 1]") from None
+    ok = (0.0 <= x <= 1.0) if allow_zero else (0.0 < x <= 1.0)
+    if not ok:
+        raise InputError(where, f"got {value!r}", f"a number in {lo}, 1]")
+    return x

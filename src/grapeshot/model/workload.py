@@ -1,0 +1,263 @@
+"""Workloads (traces): a partitioned structured domain, its halo graph and its cost over time.
+
+Partition ids flatten the partition grid of shape ``parts_shape`` in C order (the last axis
+varies fastest). Partition ``p`` owns the box of cells ``[lo_a, hi_a)`` on each axis ``a``,
+where the bounds split ``domain_shape[a]`` cells as evenly as integers allow
+(:func:`partition_bounds`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from grapeshot.model.errors import InputError
+
+UNITS = ("s", "work")
+
+
+@dataclass(frozen=True, eq=False)
+class HaloGraph:
+    """Directed halo messages between partitions, one step's worth, in CSR form.
+
+    Row ``p`` lists the partitions ``p`` sends to (``indices[indptr[p]:indptr[p+1]]``) and
+    the bytes of each message (``nbytes[...]``, bytes per step).
+
+    Parameters
+    ----------
+    indptr
+        int64, shape ``(P + 1,)``.
+    indices
+        int64, shape ``(E,)``; destination partition of each message.
+    nbytes
+        int64, shape ``(E,)``; bytes per step of each message.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    nbytes: np.ndarray
+
+    @property
+    def n_parts(self) -> int:
+        """Number of partitions (rows)."""
+        return len(self.indptr) - 1
+
+    @property
+    def n_messages(self) -> int:
+        """Number of directed messages per step."""
+        return len(self.indices)
+
+    def sources(self) -> np.ndarray:
+        """Source partition of each message, shape ``(E,)``."""
+        return np.repeat(np.arange(self.n_parts, dtype=np.int64), np.diff(self.indptr))
+
+    def validate(self, n_parts: int, where: str = "halo") -> None:
+        """Raise :class:`InputError` unless this is a well-formed CSR over ``n_parts``."""
+        for name in ("indptr", "indices", "nbytes"):
+            arr = getattr(self, name)
+            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+                raise InputError(
+                    f"{where}/{name}", f"has dtype {arr.dtype} and {arr.ndim} dims", "1-D ints"
+                )
+        if len(self.indptr) != n_parts + 1:
+            raise InputError(f"{where}/indptr", f"has {len(self.indptr)} entries", f"{n_parts + 1}")
+        if self.indptr[0] != 0 or np.any(np.diff(self.indptr) < 0):
+            raise InputError(f"{where}/indptr", "is not non-decreasing from 0", None)
+        if self.indptr[-1] != len(self.indices) or len(self.indices) != len(self.nbytes):
+            raise InputError(
+                f"{where}/indices",
+                f"has {len(self.indices)} entries, bytes {len(self.nbytes)}",
+                f"indptr[-1] = {self.indptr[-1]} of each",
+            )
+        if len(self.indices) and (self.indices.min() < 0 or self.indices.max() >= n_parts):
+            raise InputError(f"{where}/indices", "out of range", f"ids in [0, {n_parts})")
+        if len(self.nbytes) and self.nbytes.min() < 0:
+            raise InputError(f"{where}/bytes", "has negative entries", "bytes >= 0")
+
+
+def partition_bounds(domain_shape: tuple[int, ...], parts_shape: tuple[int, ...]) -> list:
+    """Cell bounds of the partitions on each axis.
+
+    Returns
+    -------
+    list of int64 arrays
+        ``bounds[a]`` has ``parts_shape[a] + 1`` entries; partition ``i`` on axis ``a`` owns
+        cells ``bounds[a][i]:bounds[a][i+1]``.
+    """
+    return [
+        (np.arange(k + 1, dtype=np.int64) * d) // k
+        for d, k in zip(domain_shape, parts_shape, strict=True)
+    ]
+
+
+def check_grid(domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], where: str) -> None:
+    """Raise unless both shapes are 2-D or 3-D positive grids with at least a cell a part."""
+    if len(parts_shape) not in (2, 3) or len(domain_shape) != len(parts_shape):
+        raise InputError(
+            where,
+            f"got parts {tuple(parts_shape)} and domain {tuple(domain_shape)}",
+            "2-D or 3-D shapes of equal length",
+        )
+    for d, k in zip(domain_shape, parts_shape, strict=True):
+        if k < 1 or d < k:
+            raise InputError(
+                where,
+                f"got {k} partitions over {d} cells on an axis",
+                "at least one partition, and at least one cell per partition",
+            )
+
+
+def grid_halo(
+    domain_shape: tuple[int, ...],
+    parts_shape: tuple[int, ...],
+    *,
+    ghost: int = 1,
+    cell_bytes: int = 8,
+    corners: bool = True,
+) -> HaloGraph:
+    """The halo graph of a stencil code on a partitioned grid (no periodic wrap).
+
+    Each partition sends each neighbour the cells of its ghost region: a face message
+    carries ``ghost`` layers of the shared face, an edge or corner message (``corners=True``,
+    as SPH and 9-/27-point stencils need) the ``ghost``-wide block of the shared edge or corner.
+
+    Parameters
+    ----------
+    domain_shape, parts_shape
+        Cells and partitions per axis.
+    ghost
+        Ghost layer width in cells.
+    cell_bytes
+        Bytes sent per ghost cell (all exchanged fields together).
+    corners
+        Include edge and corner neighbours, not only faces.
+    """
+    check_grid(domain_shape, parts_shape, "grid")
+    ndim = len(parts_shape)
+    extents = [np.diff(b) for b in partition_bounds(domain_shape, parts_shape)]
+    coords = np.indices(parts_shape).reshape(ndim, -1)
+    n = coords.shape[1]
+    src_all, dst_all, bytes_all = [], [], []
+    for offset in itertools.product((-1, 0, 1), repeat=ndim):
+        nonzero = sum(o != 0 for o in offset)
+        if nonzero == 0 or (not corners and nonzero > 1):
+            continue
+        nb = coords + np.asarray(offset)[:, None]
+        ok = np.all((nb >= 0) & (nb < np.asarray(parts_shape)[:, None]), axis=0)
+        src = np.flatnonzero(ok)
+        dst = np.ravel_multi_index(tuple(nb[:, ok]), parts_shape)
+        cells = np.ones(len(src), dtype=np.int64)
+        for a in range(ndim):
+            along = extents[a][coords[a, ok]]
+            cells *= np.minimum(ghost, along) if offset[a] else along
+        src_all.append(src)
+        dst_all.append(dst)
+        bytes_all.append(cells * cell_bytes)
+    src = np.concatenate(src_all)
+    dst = np.concatenate(dst_all)
+    nbytes = np.concatenate(bytes_all)
+    order = np.lexsort((dst, src))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return HaloGraph(indptr, dst[order].astype(np.int64), nbytes[order].astype(np.int64))
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """A trace: cost per partition per step on a partitioned 2-D or 3-D domain.
+
+    Parameters
+    ----------
+    domain_shape
+        Cells per axis.
+    parts_shape
+        Partitions per axis; partition ids flatten this grid in C order.
+    cost
+        float64, shape ``(steps, P)``: cost of each partition in each step, in ``units``.
+    halo
+        Halo messages per step.
+    units
+        ``"s"`` (seconds) or ``"work"`` (work units, calibrated elsewhere).
+    work
+        Optional, shape ``(steps, P)``: the counts that drive the cost (particles, wet
+        cells, band cells).
+    app, scene
+        What produced the trace.
+    """
+
+    domain_shape: tuple[int, ...]
+    parts_shape: tuple[int, ...]
+    cost: np.ndarray
+    halo: HaloGraph
+    units: str = "s"
+    work: np.ndarray | None = None
+    app: str = ""
+    scene: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "domain_shape", tuple(int(x) for x in self.domain_shape))
+        object.__setattr__(self, "parts_shape", tuple(int(x) for x in self.parts_shape))
+        check_grid(self.domain_shape, self.parts_shape, "parts_shape")
+        cost = np.asarray(self.cost)
+        if cost.ndim != 2 or cost.shape[1] != self.n_parts or cost.shape[0] < 1:
+            raise InputError(
+                "cost", f"has shape {cost.shape}", f"(steps >= 1, {self.n_parts} partitions)"
+            )
+        if not np.issubdtype(cost.dtype, np.floating) and not np.issubdtype(cost.dtype, np.integer):
+            raise InputError("cost", f"has dtype {cost.dtype}", "float64")
+        cost = cost.astype(np.float64, copy=False)
+        if not np.all(np.isfinite(cost)):
+            step, part = np.argwhere(~np.isfinite(cost))[0]
+            raise InputError("cost", f"is not finite at step {step}, partition {part}", None)
+        if cost.size and cost.min() < 0:
+            step, part = np.argwhere(cost < 0)[0]
+            raise InputError(
+                "cost",
+                f"is negative ({cost[step, part]}) at step {step}, partition {part}",
+                "costs >= 0",
+            )
+        object.__setattr__(self, "cost", cost)
+        if self.units not in UNITS:
+            raise InputError("units", f"got {self.units!r}", f"one of {', '.join(UNITS)}")
+        self.halo.validate(self.n_parts)
+        if self.work is not None:
+            work = np.asarray(self.work)
+            if work.shape != cost.shape:
+                raise InputError("work", f"has shape {work.shape}", f"{cost.shape} like cost")
+            object.__setattr__(self, "work", work)
+
+    @property
+    def n_parts(self) -> int:
+        """Number of partitions P."""
+        return math.prod(self.parts_shape)
+
+    @property
+    def n_steps(self) -> int:
+        """Number of steps in the trace."""
+        return self.cost.shape[0]
+
+    @property
+    def ndim(self) -> int:
+        """2 or 3."""
+        return len(self.parts_shape)
+
+    def steps(self, start: int, stop: int) -> Workload:
+        """The trace restricted to steps ``start:stop``."""
+        if not 0 <= start < stop <= self.n_steps:
+            raise InputError(
+                "--steps", f"got {start}:{stop}", f"a:b with 0 <= a < b <= {self.n_steps}"
+            )
+        work = None if self.work is None else self.work[start:stop]
+        return Workload(
+            self.domain_shape,
+            self.parts_shape,
+            self.cost[start:stop],
+            self.halo,
+            self.units,
+            work,
+            self.app,
+            self.scene,
+        )

@@ -1,0 +1,35 @@
+"""Placement strategies: where each partition runs.
+
+A strategy is a function of data (STYLE 3): the partition grid, the machine's cores per node
+and a seed in, a :class:`~grapeshot.model.placement.Placement` out. Static strategies live in
+:mod:`grapeshot.place.static`'s registry.
+"""
+
+from __future__ import annotations
+
+from grapeshot.model.machine import Machine
+from grapeshot.model.placement import Placement
+from grapeshot.model.workload import Workload
+from grapeshot.place.static import STATIC_STRATEGIES, get_static_strategy
+
+__all__ = ["STATIC_STRATEGIES", "place"]
+
+
+def place(workload: Workload, machine: Machine, strategy: str, *, seed: int) -> Placement:
+    """Place ``workload``'s partitions on ``machine``'s nodes with ``strategy``.
+
+    Parameters
+    ----------
+    workload
+        The partitioned domain (only its partition grid is read by static strategies).
+    machine
+        Nodes and their cores; every node gets a partition count proportional to its cores.
+    strategy
+        A name from :data:`STATIC_STRATEGIES`.
+    seed
+        Seed of the strategy's random choices; the same seed gives the same placement,
+        bit for bit. Recorded in the placement even by deterministic strategies.
+    """
+    fn = get_static_strategy(strategy)
+    node_of = fn(workload.parts_shape, machine.cores(), seed=seed)
+    return Placement(node_of=node_of, nodes=machine.nodes, strategy=strategy, seed=seed)

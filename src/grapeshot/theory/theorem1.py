@@ -1,0 +1,101 @@
+"""Theorem 1 of TreeMatchLB: how likely some pair of nodes is imbalanced without global balancing.
+
+``m`` nodes each hold ``n`` chares whose durations are i.i.d. uniform on ``[a, b]``. By the central
+limit theorem a node's total is ``N(n (a+b)/2, n (b-a)^2/12)``; the difference of two nodes,
+relative to the mean ``n (a+b)/2``, exceeds ``alpha`` with probability
+
+``p = 2 - 2 Phi(alpha sqrt(6 n) / 2 * (b + a) / (b - a))``,
+
+and the paper takes the ``m (m + 1) / 2`` pairs as independent:
+
+``q = 1 - (1 - p)^(m (m + 1) / 2)``.
+
+The pair count is the paper's (it includes the ``m`` pairs of a node with itself; the distinct
+pairs number ``m (m - 1) / 2``). It is kept as printed: this module reproduces the theorem, it
+does not amend it. ``p`` is computed as ``2 sf(x)`` and ``q`` as ``-expm1(N log1p(-p))`` so
+neither loses digits when ``p`` is tiny.
+
+Table 1 of the paper, row 2 (n = 32, m = 16, alpha = 0.1, [75, 125]) prints ``q = 94.8 %``, but
+its own inputs give 53.3 %; ``m = 32`` (528 pairs) gives 94.80 %, and ``p`` (0.56 %, printed
+0.6 %) does not depend on ``m``, so ``m = 32`` is the one-input change that reproduces the whole
+row: the printed ``m`` is most likely a misprint.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.stats import norm
+
+from grapeshot.model.errors import InputError, check_positive_int
+
+
+@dataclass(frozen=True)
+class Theorem1Result:
+    """Probabilities of theorem 1, as fractions in [0, 1].
+
+    Attributes
+    ----------
+    p
+        Probability that a given pair of nodes has a load ratio differing by more than alpha.
+    q
+        Probability that at least one of the ``m (m + 1) / 2`` pairs does.
+    """
+
+    p: float
+    q: float
+
+
+def _check_real(value: float, where: str, expected: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(where, f"got {value!r}", expected) from None
+    if not math.isfinite(x):
+        raise InputError(where, f"got {value!r}", expected)
+    return x
+
+
+def theorem1(chares_per_node: int, nodes: int, alpha: float, a: float, b: float) -> Theorem1Result:
+    """Evaluate TreeMatchLB's theorem 1.
+
+    Parameters
+    ----------
+    chares_per_node
+        ``n``, chares per node (>= 1; the CLT behind the theorem wants ``n`` above ~30).
+    nodes
+        ``m``, nodes in the run (>= 1).
+    alpha
+        Imbalance ratio threshold (>= 0; 0.05 means 5 % of a node's mean load).
+    a, b
+        Bounds of the uniform chare duration, any time unit, ``0 <= a < b``.
+
+    Returns
+    -------
+    Theorem1Result
+        ``p`` and ``q`` as fractions.
+
+    Raises
+    ------
+    InputError
+        On a bad value, naming the ``grapeshot theorem1`` option.
+    """
+    n = check_positive_int(chares_per_node, "--chares-per-node")
+    m = check_positive_int(nodes, "--nodes")
+    al = _check_real(alpha, "--alpha", "a finite number >= 0")
+    if al < 0.0:
+        raise InputError("--alpha", f"got {alpha!r}", "a finite number >= 0")
+    lo = _check_real(a, "--a", "a finite number >= 0")
+    if lo < 0.0:
+        raise InputError("--a", f"got {a!r}", "a finite number >= 0 (a duration)")
+    hi = _check_real(b, "--b", "a finite number > --a")
+    if hi <= lo:
+        raise InputError(
+            "--b", f"got {b!r} with --a {a!r}", "b > a (a uniform law on [a, b] needs width)"
+        )
+    x = al * math.sqrt(6.0 * n) / 2.0 * (hi + lo) / (hi - lo)
+    p = float(2.0 * norm.sf(x))
+    pairs = m * (m + 1) / 2.0
+    q = 1.0 if p >= 1.0 else float(-math.expm1(pairs * math.log1p(-p)))
+    return Theorem1Result(p=p, q=q)
