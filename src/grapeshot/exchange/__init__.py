@@ -1,0 +1,1 @@
+"""Communication: collectives over point-to-point (and, later, all-to-many schedules)."""

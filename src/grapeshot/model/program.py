@@ -1,0 +1,316 @@
+"""The program API: how a mini-app is written so that any executor can run it.
+
+A :class:`Program` splits a structured 2-D or 3-D domain of cells into a grid of
+micro-partitions. Each partition owns a :class:`Box` of cells and a *block*: a dict of numpy
+arrays holding its state (grid fields with ``ghost`` layers on every side, particle arrays,
+anything the app needs). Every step runs the program's :class:`Phase` list in order; for each
+phase, on every partition:
+
+1. **exchange** (optional): each partition packs, for each neighbour, one flat numpy buffer
+   (:attr:`Exchange.pack`); the executor delivers it and the neighbour unpacks it
+   (:attr:`Exchange.unpack`) — by memory copy on one node, by MPI between nodes. Then
+   :attr:`Exchange.boundary` fills the ghost cells on the domain's own walls.
+2. **kernel**: ``kernel(block, box, ctx)`` updates the block. Kernels call numba functions
+   compiled with ``nogil=True`` so a runtime can run several partitions at once in threads.
+3. **reduce** (optional): the kernel's return value is combined over all partitions with
+   ``min``, ``max`` or ``sum`` (``sum`` in partition-id order, so every executor gets the
+   same bits) and published as ``ctx.values[name]`` for the following phases.
+4. **migrate** (optional): items that left the partition (particles) are taken out with
+   :attr:`Migration.emigrate` and handed to the neighbour that owns them now.
+
+Executors (the serial reference in :mod:`grapeshot.runtime.serial`, the MPI runtime, the
+simulator) only move buffers and call these functions in this order; they never know the
+physics. A neighbour is named by its *offset* in the partition grid, a tuple in
+``{-1, 0, 1}^ndim``; offsets are always visited in :func:`neighbour_offsets` order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+
+from grapeshot.model.errors import InputError
+from grapeshot.model.workload import check_grid, partition_bounds
+
+Block = dict[str, np.ndarray]
+Offset = tuple[int, ...]
+
+
+@cache
+def neighbour_offsets(ndim: int) -> tuple[Offset, ...]:
+    """All ``3**ndim - 1`` neighbour offsets in the fixed order executors use."""
+    return tuple(o for o in itertools.product((-1, 0, 1), repeat=ndim) if any(o))
+
+
+@dataclass(frozen=True)
+class Box:
+    """The cells one partition owns.
+
+    Attributes
+    ----------
+    part
+        Partition id (C-order flattening of ``index`` over ``parts_shape``).
+    index
+        Position in the partition grid.
+    lo, hi
+        First cell and one past the last cell on each axis (global cell indices).
+    parts_shape, domain_shape
+        The grids it belongs to.
+    ghost
+        Ghost layers around the block's grid fields.
+    """
+
+    part: int
+    index: tuple[int, ...]
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+    parts_shape: tuple[int, ...]
+    domain_shape: tuple[int, ...]
+    ghost: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Interior cells per axis."""
+        return tuple(h - lo for lo, h in zip(self.lo, self.hi, strict=True))
+
+    @property
+    def padded_shape(self) -> tuple[int, ...]:
+        """Cells per axis including ghost layers on both sides."""
+        return tuple(n + 2 * self.ghost for n in self.shape)
+
+    @property
+    def ndim(self) -> int:
+        """2 or 3."""
+        return len(self.lo)
+
+    def neighbour(self, offset: Offset) -> int | None:
+        """Partition id at ``offset``, or ``None`` past the domain's edge."""
+        part = 0
+        for i, o, k in zip(self.index, offset, self.parts_shape, strict=True):
+            j = i + o
+            if j < 0 or j >= k:
+                return None
+            part = part * k + j  # C-order flattening, without numpy's per-call overhead
+        return part
+
+    def at_wall(self, axis: int, side: int) -> bool:
+        """Whether the box touches the domain's low (``side=-1``) or high (``+1``) wall."""
+        return self.index[axis] == (0 if side < 0 else self.parts_shape[axis] - 1)
+
+    def interior(self) -> tuple[slice, ...]:
+        """Slices selecting the interior of a padded grid field."""
+        g = self.ghost
+        return tuple(slice(g, g + n) for n in self.shape)
+
+
+def partition_boxes(
+    domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], ghost: int
+) -> list[Box]:
+    """Every partition's :class:`Box`, in partition-id order."""
+    check_grid(domain_shape, parts_shape, "--parts")
+    bounds = partition_bounds(domain_shape, parts_shape)
+    for axis, b in enumerate(bounds):
+        if np.diff(b).min() < ghost:
+            raise InputError(
+                "--parts",
+                f"gives partitions of {int(np.diff(b).min())} cells on axis {axis}",
+                f"at least {ghost} cells (the ghost width) per partition",
+            )
+    boxes = []
+    for part, index in enumerate(itertools.product(*(range(k) for k in parts_shape))):
+        lo = tuple(int(bounds[a][i]) for a, i in enumerate(index))
+        hi = tuple(int(bounds[a][i + 1]) for a, i in enumerate(index))
+        boxes.append(Box(part, index, lo, hi, tuple(parts_shape), tuple(domain_shape), ghost))
+    return boxes
+
+
+def _slab(box: Box, offset: Offset, width: int, ghost_side: bool) -> tuple[slice, ...]:
+    """Slices of the cells sent towards ``offset`` (interior) or received from it (ghost)."""
+    g = box.ghost
+    out = []
+    for o, n in zip(offset, box.shape, strict=True):
+        if o == 0:
+            out.append(slice(g, g + n))
+        elif ghost_side:
+            out.append(slice(g - width, g) if o < 0 else slice(g + n, g + n + width))
+        else:
+            out.append(slice(g, g + width) if o < 0 else slice(g + n - width, g + n))
+    return tuple(out)
+
+
+def grid_pack(fields: Sequence[str], width: int) -> Callable[[Block, Box, Offset], np.ndarray]:
+    """A packer for grid fields: the ``width`` interior layers facing the neighbour."""
+
+    def pack(block: Block, box: Box, offset: Offset) -> np.ndarray:
+        sl = _slab(box, offset, width, ghost_side=False)
+        return np.concatenate([block[f][sl].ravel() for f in fields])
+
+    return pack
+
+
+def grid_unpack(
+    fields: Sequence[str], width: int
+) -> Callable[[Block, Box, Offset, np.ndarray], None]:
+    """The matching unpacker: fills the ghost layers on the neighbour's side."""
+
+    def unpack(block: Block, box: Box, offset: Offset, payload: np.ndarray) -> None:
+        sl = _slab(box, offset, width, ghost_side=True)
+        start = 0
+        for f in fields:
+            target = block[f][sl]
+            stop = start + target.size
+            block[f][sl] = payload[start:stop].reshape(target.shape)
+            start = stop
+
+    return unpack
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A halo exchange before a phase.
+
+    Parameters
+    ----------
+    fields
+        Names of the block entries exchanged.
+    width
+        Ghost width exchanged, cells (``<= program.ghost``).
+    pack, unpack
+        Custom packers (particles); ``None`` uses :func:`grid_pack` / :func:`grid_unpack`.
+    boundary
+        Fills ghost cells on the domain's walls after unpacking (reflection, inflow, ...).
+    """
+
+    fields: tuple[str, ...]
+    width: int = 1
+    pack: Callable[[Block, Box, Offset], np.ndarray] | None = None
+    unpack: Callable[[Block, Box, Offset, np.ndarray], None] | None = None
+    boundary: Callable[[Block, Box], None] | None = None
+
+    def packer(self) -> Callable[[Block, Box, Offset], np.ndarray]:
+        """The packer to use."""
+        return self.pack or grid_pack(self.fields, self.width)
+
+    def unpacker(self) -> Callable[[Block, Box, Offset, np.ndarray], None]:
+        """The unpacker to use."""
+        return self.unpack or grid_unpack(self.fields, self.width)
+
+
+REDUCE_OPS = ("min", "max", "sum")
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A global reduction of the phase kernel's return value, published as ``values[name]``."""
+
+    name: str
+    op: str = "max"
+
+    def __post_init__(self) -> None:
+        if self.op not in REDUCE_OPS:
+            raise InputError("reduction op", f"got {self.op!r}", f"one of {REDUCE_OPS}")
+
+    def combine(self, values: Sequence[float]) -> float:
+        """Combine per-partition values given in partition-id order."""
+        if self.op == "min":
+            return float(min(values))
+        if self.op == "max":
+            return float(max(values))
+        total = 0.0
+        for v in values:  # fixed order: every executor adds in partition-id order
+            total += float(v)
+        return total
+
+
+@dataclass(frozen=True)
+class Migration:
+    """Items (particles) that leave a partition move to the neighbour that owns them.
+
+    ``emigrate(block, box)`` removes the leavers and returns ``{offset: buffer}``;
+    ``immigrate(block, box, buffers)`` takes the buffers that arrived, ordered by the
+    offset they came from in :func:`neighbour_offsets` order.
+    """
+
+    emigrate: Callable[[Block, Box], dict[Offset, np.ndarray]]
+    immigrate: Callable[[Block, Box, list[np.ndarray]], None]
+
+
+@dataclass
+class Context:
+    """What a kernel sees of the run: the step, the time, and this step's reduced values."""
+
+    step: int
+    time: float
+    values: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One kernel over every partition, with what precedes and follows it."""
+
+    name: str
+    kernel: Callable[[Block, Box, Context], float | None]
+    exchange: Exchange | None = None
+    reduce: Reduction | None = None
+    migrate: Migration | None = None
+
+
+class Program(ABC):
+    """A simulation written once for every executor.
+
+    Subclasses set :attr:`name`, :attr:`scene`, :attr:`domain_shape`, :attr:`parts_shape`,
+    :attr:`ghost` and :attr:`phases`, and implement :meth:`init_block`, :meth:`work` and
+    :meth:`output_fields`. :meth:`advance` ends a step (default: ``ctx.values["dt"]``).
+    """
+
+    name: str = "program"
+    scene: str = ""
+    domain_shape: tuple[int, ...] = ()
+    parts_shape: tuple[int, ...] = ()
+    ghost: int = 1
+    phases: tuple[Phase, ...] = ()
+    #: Names in :meth:`output_fields` that are particle attributes (one row per particle,
+    #: gathered by concatenation and sorted by ``"id"``), not grid fields.
+    particle_fields: tuple[str, ...] = ()
+
+    def boxes(self) -> list[Box]:
+        """Every partition's box, in partition-id order."""
+        return partition_boxes(self.domain_shape, self.parts_shape, self.ghost)
+
+    @property
+    def n_parts(self) -> int:
+        """Number of partitions."""
+        return math.prod(self.parts_shape)
+
+    @abstractmethod
+    def init_block(self, box: Box) -> Block:
+        """The initial state of the partition ``box``."""
+
+    @abstractmethod
+    def work(self, block: Block, box: Box) -> int:
+        """The count that drives this partition's cost (particles, wet cells, band cells)."""
+
+    @abstractmethod
+    def output_fields(self, block: Block, box: Box) -> dict[str, np.ndarray]:
+        """Interior fields of the partition, each shaped like ``box.shape`` (cells)."""
+
+    def advance(self, ctx: Context) -> float:
+        """Simulated time a step advanced, from its reduced values (default ``"dt"``)."""
+        return ctx.values.get("dt", 0.0)
+
+    def check_block(self, block: Block, box: Box, ctx: Context, phase: str) -> None:  # noqa: B027
+        """Raise :class:`SimulationError` if the block went unstable (default: no check)."""
+
+
+class SimulationError(InputError):
+    """A simulation that went unstable; names the step, the partition and the phase."""
+
+    def __init__(self, step: int, part: int, phase: str, problem: str) -> None:
+        self.step, self.part, self.phase = step, part, phase
+        super().__init__(f"step {step}, partition {part}, phase {phase!r}", problem, None)

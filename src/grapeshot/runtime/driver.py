@@ -1,0 +1,308 @@
+"""Start to finish on MPI: place, run (task, reference or serial executor), migrate, gather.
+
+Rank 0 computes the placement and every rank receives it; each rank builds its own
+partitions. After the run, rank 0 gathers the records and the final fields and returns a
+:class:`RunOutcome`; the other ranks return ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grapeshot.model.errors import InputError
+from grapeshot.model.fields import assemble_fields, fields_digest
+from grapeshot.model.program import Program
+from grapeshot.place.greedy import greedy_rebalance
+from grapeshot.place.static import get_static_strategy
+from grapeshot.runtime.executor import RankResult, run_tasks
+from grapeshot.runtime.reference import run_reference
+from grapeshot.runtime.serial import run_serial
+
+EXECUTORS = ("task", "reference", "serial")
+
+
+@dataclass
+class RunOutcome:
+    """Everything rank 0 knows after a run.
+
+    Attributes
+    ----------
+    summary
+        The JSON summary (see ``grapeshot run --help``).
+    tasks
+        Columns over every task of every rank: ``rank, part, step, phase, thread, start, end,
+        wait`` (seconds since the run's start).
+    work
+        int64, ``(steps, P)``: the program's work count per partition per step.
+    node_of
+        int32, ``(P,)``: the initial placement (rank of each partition).
+    node_of_final
+        The placement at the end (differs after a migration).
+    halo_bytes
+        ``{(src, dst): bytes}`` over the run.
+    fields
+        Final output fields over the whole domain.
+    """
+
+    summary: dict[str, Any]
+    tasks: dict[str, np.ndarray]
+    work: np.ndarray
+    node_of: np.ndarray
+    node_of_final: np.ndarray
+    halo_bytes: dict[tuple[int, int], int]
+    fields: dict[str, np.ndarray]
+
+
+def place_on_ranks(program: Program, strategy: str, seed: int, ranks: int, threads: int):
+    """The placement of ``program``'s partitions on ``ranks`` ranks of ``threads`` cores."""
+    fn = get_static_strategy(strategy)
+    cores = np.full(ranks, threads, dtype=np.int64)
+    return np.asarray(fn(program.parts_shape, cores, seed=seed), dtype=np.int32)
+
+
+def run_program(
+    program: Program,
+    *,
+    steps: int,
+    strategy: str,
+    seed: int,
+    comm,
+    threads: int = 1,
+    executor: str = "task",
+    reduction: str = "mpi",
+    migrate_at: int | None = None,
+    timeout: float = 120.0,
+    on_step=None,
+) -> RunOutcome | None:
+    """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
+
+    Parameters
+    ----------
+    executor
+        ``"task"`` (the task runtime), ``"reference"`` (bulk-synchronous, one partition per
+        rank) or ``"serial"`` (one rank, the reference for results).
+    migrate_at
+        With the task executor: after this many steps, rebalance greedily on the last
+        step's work counts (deterministic) and move the partitions that change rank.
+    """
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if executor not in EXECUTORS:
+        raise InputError("--executor", f"got {executor!r}", f"one of {', '.join(EXECUTORS)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise InputError("--steps", f"got {steps!r}", "an integer >= 1")
+    if migrate_at is not None and (executor != "task" or not 0 < migrate_at < steps):
+        raise InputError(
+            "--migrate-at", f"got {migrate_at}", f"a step in 1..{steps - 1} with --executor task"
+        )
+    node_of = None
+    error = None
+    if rank == 0:
+        try:
+            node_of = place_on_ranks(program, strategy, seed, size, threads)
+            if executor == "task" and np.bincount(node_of, minlength=size).min() == 0:
+                raise InputError(
+                    "--parts",
+                    f"gives {program.n_parts} partitions to {size} ranks",
+                    "at least one partition per rank",
+                )
+            if executor == "serial" and size != 1:
+                raise InputError("--executor serial", f"runs on 1 rank; got {size}", None)
+        except InputError as exc:
+            error = exc
+    error, node_of = comm.bcast((error, node_of), root=0)
+    if error is not None:
+        raise error
+    migrated_bytes = 0
+    if executor == "serial":
+        results = [_serial_as_rank(program, steps, on_step)]
+        final_node_of = node_of
+    elif executor == "reference":
+        results = [run_reference(program, steps, comm=comm)]
+        node_of = np.arange(program.n_parts, dtype=np.int32)
+        final_node_of = node_of
+    else:
+        kwargs = dict(
+            comm=comm, threads=threads, reduction=reduction, timeout=timeout, on_step=on_step
+        )
+        if migrate_at is None:
+            results = [run_tasks(program, node_of, steps, **kwargs)]
+            final_node_of = node_of
+        else:
+            first = run_tasks(program, node_of, migrate_at, **kwargs)
+            final_node_of, blocks, migrated_bytes = _migrate(program, first, node_of, comm, size)
+            second = run_tasks(
+                program,
+                final_node_of,
+                steps - migrate_at,
+                blocks=blocks,
+                start_step=migrate_at,
+                start_time=first.time,
+                **kwargs,
+            )
+            results = [first, second]
+    gathered = comm.gather([_portable(program, r) for r in results], root=0)
+    if rank != 0:
+        return None
+    return _outcome(
+        program,
+        gathered,
+        node_of,
+        final_node_of,
+        steps,
+        strategy,
+        seed,
+        executor,
+        threads,
+        reduction,
+        migrated_bytes,
+    )
+
+
+def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
+    from grapeshot.runtime.executor import TaskRecord
+
+    run = run_serial(
+        program, steps, progress=None if on_step is None else (lambda d, n: on_step(d - 1))
+    )
+    record = TaskRecord()
+    # The serial executor times whole steps per partition; one record per (step, part).
+    cursor = 0.0
+    for s in range(steps):
+        for p in range(program.n_parts):
+            record.part.append(p)
+            record.step.append(s)
+            record.phase.append(-1)
+            record.thread.append(0)
+            record.start.append(cursor)
+            cursor += float(run.seconds[s, p])
+            record.end.append(cursor)
+            record.wait.append(0.0)
+    return RankResult(
+        0,
+        dict(enumerate(run.blocks)),
+        record,
+        {p: run.work[:, p].tolist() for p in range(program.n_parts)},
+        cursor,
+        1,
+        0,
+        0,
+        run.time,
+        run.halo_bytes,
+    )
+
+
+def _migrate(program, first: RankResult, node_of, comm, size):
+    """Greedy rebalance on the last step's work; move the blocks that change rank."""
+    local_work = {p: w[-1] for p, w in first.work.items()}
+    work = {}
+    for part in comm.allgather(local_work):
+        work.update(part)
+    loads = np.array([work[p] for p in range(program.n_parts)], dtype=np.float64)
+    new = greedy_rebalance(loads, np.full(size, first.threads))
+    if np.bincount(new, minlength=size).min() == 0:
+        new = np.asarray(node_of)  # a rank must keep at least one partition
+    rank = comm.Get_rank()
+    outgoing = [dict() for _ in range(size)]
+    moved = 0
+    for p, block in first.blocks.items():
+        if new[p] != rank:
+            outgoing[new[p]][p] = block
+            moved += sum(a.nbytes for a in block.values())
+    blocks = {p: b for p, b in first.blocks.items() if new[p] == rank}
+    for incoming in comm.alltoall(outgoing):
+        blocks.update(incoming)
+    return new, blocks, comm.allreduce(moved)
+
+
+def _portable(program: Program, r: RankResult) -> dict[str, Any]:
+    boxes = program.boxes()
+    return {
+        "rank": r.rank,
+        "tasks": r.tasks.arrays(),
+        "work": r.work,
+        "wall": r.wall,
+        "threads": r.threads,
+        "bytes_sent": r.bytes_sent,
+        "messages": r.messages,
+        "time": r.time,
+        "halo_bytes": r.halo_bytes,
+        "outputs": {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()},
+    }
+
+
+def _outcome(
+    program,
+    gathered,
+    node_of,
+    final_node_of,
+    steps,
+    strategy,
+    seed,
+    executor,
+    threads,
+    reduction,
+    migrated_bytes,
+) -> RunOutcome:
+    ranks = len(gathered)
+    n = program.n_parts
+    segments = len(gathered[0])
+    busy = np.zeros(ranks)
+    idle = np.zeros(ranks)
+    columns: dict[str, list[np.ndarray]] = {}
+    work = np.zeros((steps, n), dtype=np.int64)
+    halo: dict[tuple[int, int], int] = {}
+    outputs: dict[int, dict[str, np.ndarray]] = {}
+    walls = np.zeros(ranks)
+    offset = 0.0
+    for seg in range(segments):
+        seg_wall = max(g[seg]["wall"] for g in gathered)
+        for g in gathered:
+            r = g[seg]
+            tasks = r["tasks"]
+            durations = tasks["end"] - tasks["start"]
+            busy[r["rank"]] += durations.sum()
+            idle[r["rank"]] += r["threads"] * r["wall"] - durations.sum()
+            walls[r["rank"]] += r["wall"]
+            for key, col in tasks.items():
+                col = col + offset if key in ("start", "end") else col
+                columns.setdefault(key, []).append(col)
+            columns.setdefault("rank", []).append(np.full(len(durations), r["rank"]))
+            first_step = 0 if seg == 0 else steps - len(next(iter(r["work"].values()), []))
+            for p, w in r["work"].items():
+                work[first_step : first_step + len(w), p] = w
+            for pair, b in r["halo_bytes"].items():
+                halo[pair] = halo.get(pair, 0) + b
+            if seg == segments - 1:
+                outputs.update(r["outputs"])
+        offset += seg_wall
+    tasks = {k: np.concatenate(v) for k, v in columns.items()}
+    fields = assemble_fields(
+        program.boxes(), [outputs[p] for p in range(n)], program.particle_fields
+    )
+    summary = {
+        "app": program.name,
+        "scene": program.scene,
+        "ranks": ranks,
+        "strategy": strategy if executor != "reference" else "one-per-rank",
+        "seed": seed,
+        "executor": executor,
+        "threads": threads if executor == "task" else 1,
+        "parts": n,
+        "steps": steps,
+        "ppc": n / (ranks * (threads if executor == "task" else 1)),
+        "reduction": reduction if executor == "task" else "mpi",
+        "wall_time": float(offset),
+        "busy": busy.tolist(),
+        "idle": idle.tolist(),
+        "bytes_sent": int(sum(g[s]["bytes_sent"] for g in gathered for s in range(segments))),
+        "messages": int(sum(g[s]["messages"] for g in gathered for s in range(segments))),
+        "bytes_migrated": int(migrated_bytes),
+        "simulated_time": float(gathered[0][-1]["time"]),
+        "fields_digest": fields_digest(fields),
+    }
+    return RunOutcome(
+        summary, tasks, work, np.asarray(node_of), np.asarray(final_node_of), halo, fields
+    )

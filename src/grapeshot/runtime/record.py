@@ -1,0 +1,104 @@
+"""Run records: HDF5 (also a valid workload trace) and Chrome-trace timelines.
+
+The HDF5 run record holds the workload datasets (``cost`` = measured kernel seconds per
+partition per step, the halo graph of the bytes actually packed, ``work``), so
+``grapeshot simulate --trace run.h5`` and ``grapeshot place --workload run.h5`` read it as a
+trace, plus a ``run`` group:
+
+- ``run/tasks/{rank,part,step,phase,thread,start,end,wait}``: one row per task; seconds
+  since the run's start; ``wait`` is the time between a task's own inputs being ready and
+  its last neighbour's halo arriving (time spent waiting on messages).
+- ``run/ranks/{busy,idle}``: per rank, seconds (busy = kernel time summed over threads).
+- ``run/node_of``, ``run/node_of_final``: the rank of each partition at start and end.
+- ``run`` attributes: the JSON summary's scalars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import h5py
+import numpy as np
+
+from grapeshot.model.atomic import atomic_path, write_text_atomic
+from grapeshot.model.program import Program
+from grapeshot.model.workload import HaloGraph, Workload
+from grapeshot.model.workload_file import save_workload
+from grapeshot.runtime.driver import RunOutcome
+
+
+def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
+    """The measured trace of a run: seconds per partition per step, bytes per message."""
+    steps = outcome.summary["steps"]
+    n = program.n_parts
+    t = outcome.tasks
+    cost = np.zeros((steps, n))
+    np.add.at(cost, (t["step"], t["part"]), t["end"] - t["start"])
+    pairs = sorted(outcome.halo_bytes)
+    src = np.array([p[0] for p in pairs], dtype=np.int64)
+    dst = np.array([p[1] for p in pairs], dtype=np.int64)
+    nbytes = np.array([outcome.halo_bytes[p] for p in pairs], dtype=np.int64) // steps
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return Workload(
+        program.domain_shape,
+        program.parts_shape,
+        np.maximum(cost, 0.0),
+        HaloGraph(indptr, dst, nbytes),
+        "s",
+        outcome.work,
+        program.name,
+        program.scene,
+    )
+
+
+def write_run_record(path: str | os.PathLike[str], program: Program, outcome: RunOutcome) -> None:
+    """Write the HDF5 run record atomically (see the module docstring for its layout)."""
+    with atomic_path(path) as tmp:
+        save_workload(tmp, outcome_workload(program, outcome))
+        with h5py.File(tmp, "a") as f:
+            run = f.create_group("run")
+            tasks = run.create_group("tasks")
+            for key, col in outcome.tasks.items():
+                tasks.create_dataset(key, data=col)
+            ranks = run.create_group("ranks")
+            ranks.create_dataset("busy", data=np.asarray(outcome.summary["busy"]))
+            ranks.create_dataset("idle", data=np.asarray(outcome.summary["idle"]))
+            run.create_dataset("node_of", data=outcome.node_of)
+            run.create_dataset("node_of_final", data=outcome.node_of_final)
+            for key, value in outcome.summary.items():
+                if isinstance(value, str | int | float):
+                    run.attrs[key] = value
+
+
+def write_timeline(path: str | os.PathLike[str], program: Program, outcome: RunOutcome) -> None:
+    """Chrome-trace JSON of every task (Perfetto and chrome://tracing open it)."""
+    t = outcome.tasks
+    names = [p.name for p in program.phases]
+    events = [
+        {"name": "process_name", "ph": "M", "pid": int(r), "args": {"name": f"rank {int(r)}"}}
+        for r in np.unique(t["rank"])
+    ]
+    for i in range(len(t["part"])):
+        phase = int(t["phase"][i])
+        events.append(
+            {
+                "name": names[phase] if phase >= 0 else "step",
+                "cat": program.name,
+                "ph": "X",
+                "ts": float(t["start"][i]) * 1e6,
+                "dur": float(t["end"][i] - t["start"][i]) * 1e6,
+                "pid": int(t["rank"][i]),
+                "tid": int(t["thread"][i]),
+                "args": {
+                    "partition": int(t["part"][i]),
+                    "step": int(t["step"][i]),
+                    "wait_us": float(t["wait"][i]) * 1e6,
+                },
+            }
+        )
+    write_text_atomic(
+        path,
+        json.dumps({"traceEvents": events, "displayTimeUnit": "ms", "otherData": outcome.summary}),
+    )

@@ -1,0 +1,175 @@
+"""The serial executor: the reference every other executor must reproduce.
+
+It runs a :class:`~grapeshot.model.program.Program` in one process, partition by partition,
+phase by phase, in partition-id order, moving halo buffers by copy. It measures each
+kernel's seconds and records the trace (cost, work counts, halo bytes per neighbour pair).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grapeshot.model.errors import InputError
+from grapeshot.model.fields import assemble_fields, fields_digest
+from grapeshot.model.program import Block, Box, Context, Program, neighbour_offsets
+from grapeshot.model.workload import HaloGraph, Workload
+
+#: ``progress(step_done, steps)`` after every step.
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SerialRun:
+    """What a serial run leaves: final state and the recorded trace.
+
+    Attributes
+    ----------
+    blocks
+        Final block of every partition, in partition-id order.
+    seconds
+        float64, ``(steps, P)``: measured kernel seconds per partition per step.
+    work
+        int64, ``(steps, P)``: the program's work count per partition per step.
+    halo_bytes
+        ``{(src, dst): bytes}`` summed over the run.
+    time
+        Simulated time reached.
+    """
+
+    program: Program
+    boxes: list[Box]
+    blocks: list[Block]
+    seconds: np.ndarray
+    work: np.ndarray
+    halo_bytes: dict[tuple[int, int], int]
+    time: float
+
+    def fields(self) -> dict[str, np.ndarray]:
+        """Final output fields over the whole domain."""
+        outputs = [
+            self.program.output_fields(b, x) for b, x in zip(self.blocks, self.boxes, strict=True)
+        ]
+        return assemble_fields(self.boxes, outputs, self.program.particle_fields)
+
+    def digest(self) -> str:
+        """Hash of the final fields (equal across executors when the results are bitwise)."""
+        return fields_digest(self.fields())
+
+    def workload(self, units: str = "s") -> Workload:
+        """The recorded trace as a :class:`Workload` (``units="s"``: measured seconds)."""
+        steps = self.seconds.shape[0]
+        n = self.program.n_parts
+        pairs = sorted(self.halo_bytes)
+        src = np.array([p[0] for p in pairs], dtype=np.int64)
+        dst = np.array([p[1] for p in pairs], dtype=np.int64)
+        nbytes = np.array([self.halo_bytes[p] for p in pairs], dtype=np.int64) // max(steps, 1)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+        cost = self.seconds if units == "s" else self.work.astype(np.float64)
+        return Workload(
+            domain_shape=self.program.domain_shape,
+            parts_shape=self.program.parts_shape,
+            cost=cost,
+            halo=HaloGraph(indptr, dst, nbytes),
+            units=units,
+            work=self.work,
+            app=self.program.name,
+            scene=self.program.scene,
+        )
+
+
+def run_serial(
+    program: Program,
+    steps: int,
+    *,
+    progress: Progress | None = None,
+    blocks: list[Block] | None = None,
+    start_step: int = 0,
+    start_time: float = 0.0,
+) -> SerialRun:
+    """Run ``program`` for ``steps`` steps in this process.
+
+    Parameters
+    ----------
+    program
+        The program to run.
+    steps
+        Number of steps (>= 1).
+    progress
+        Called after each step with (steps done, steps).
+    blocks, start_step, start_time
+        Resume from given state instead of ``program.init_block``.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise InputError("--steps", f"got {steps!r}", "an integer >= 1")
+    boxes = program.boxes()
+    n = len(boxes)
+    if blocks is None:
+        blocks = [program.init_block(box) for box in boxes]
+    offsets = neighbour_offsets(len(program.parts_shape))
+    seconds = np.zeros((steps, n))
+    work = np.zeros((steps, n), dtype=np.int64)
+    halo_bytes: dict[tuple[int, int], int] = {}
+    t = start_time
+    for s in range(steps):
+        ctx = Context(step=start_step + s, time=t)
+        for phase in program.phases:
+            if phase.exchange is not None:
+                _exchange(phase.exchange, boxes, blocks, offsets, halo_bytes)
+            results = []
+            for p, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
+                t0 = time.perf_counter()
+                value = phase.kernel(block, box, ctx)
+                seconds[s, p] += time.perf_counter() - t0
+                program.check_block(block, box, ctx, phase.name)
+                results.append(value)
+            if phase.reduce is not None:
+                ctx.values[phase.reduce.name] = phase.reduce.combine(results)
+            if phase.migrate is not None:
+                _migrate(phase.migrate, boxes, blocks, offsets)
+        for p, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
+            work[s, p] = program.work(block, box)
+        t += program.advance(ctx)
+        if progress is not None:
+            progress(s + 1, steps)
+    return SerialRun(program, boxes, blocks, seconds, work, halo_bytes, t)
+
+
+def _exchange(exchange, boxes, blocks, offsets, halo_bytes) -> None:
+    pack, unpack = exchange.packer(), exchange.unpacker()
+    # Pack everything before unpacking anything, as concurrent executors do; unpack each
+    # partition's buffers in neighbour_offsets order, the canonical order of every executor.
+    sent: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+    for src, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
+        for offset in offsets:
+            dst = box.neighbour(offset)
+            if dst is not None:
+                payload = pack(block, box, offset)
+                sent[(src, offset)] = payload
+                halo_bytes[(src, dst)] = halo_bytes.get((src, dst), 0) + payload.nbytes
+    for box, block in zip(boxes, blocks, strict=True):
+        for offset in offsets:
+            src = box.neighbour(offset)
+            if src is not None:
+                unpack(block, box, offset, sent[(src, tuple(-o for o in offset))])
+    if exchange.boundary is not None:
+        for box, block in zip(boxes, blocks, strict=True):
+            exchange.boundary(block, box)
+
+
+def _migrate(migration, boxes, blocks, offsets) -> None:
+    leaving = [migration.emigrate(block, box) for box, block in zip(boxes, blocks, strict=True)]
+    for box, block in zip(boxes, blocks, strict=True):
+        arrived = []
+        for offset in offsets:
+            src = box.neighbour(offset)
+            if src is None:
+                continue
+            back = tuple(-o for o in offset)
+            if back in leaving[src]:
+                arrived.append(leaving[src][back])
+        migration.immigrate(block, box, arrived)

@@ -1,0 +1,43 @@
+"""Run a toy program on MPI ranks with the given options; rank 0 prints the summary JSON.
+
+Usage: python -m tests.runtime.mpi_toys PROGRAM EXECUTOR STRATEGY THREADS REDUCTION MIGRATE
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from mpi4py import MPI
+
+from grapeshot.runtime.driver import run_program
+from tests.runtime.toy_programs import Failing, Heat, Walkers
+
+PROGRAMS = {
+    "heat": lambda: Heat(parts=(4, 3)),
+    "heat4": lambda: Heat(parts=(2, 2)),
+    "walkers": lambda: Walkers(parts=(4, 2)),
+    "failing": lambda: Failing(parts=(2, 2)),
+}
+
+
+def main() -> None:
+    name, executor, strategy, threads, reduction, migrate = sys.argv[1:7]
+    outcome = run_program(
+        PROGRAMS[name](),
+        steps=10,
+        strategy=strategy,
+        seed=1,
+        comm=MPI.COMM_WORLD,
+        threads=int(threads),
+        executor=executor,
+        reduction=reduction,
+        migrate_at=None if migrate == "none" else int(migrate),
+        timeout=30.0,
+    )
+    if outcome is not None:
+        print(json.dumps(outcome.summary))
+
+
+if __name__ == "__main__":
+    main()

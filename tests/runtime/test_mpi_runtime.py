@@ -1,0 +1,76 @@
+"""The task runtime on real MPI ranks reproduces the serial executor bit for bit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grapeshot.runtime.serial import run_serial
+from tests.mpi_harness import run_mpi
+from tests.runtime.toy_programs import Heat, Walkers
+
+pytestmark = pytest.mark.mpi
+
+SERIAL = {
+    "heat": lambda: run_serial(Heat(parts=(4, 3)), 10).digest(),
+    "heat4": lambda: run_serial(Heat(parts=(2, 2)), 10).digest(),
+    "walkers": lambda: run_serial(Walkers(parts=(4, 2)), 10).digest(),
+}
+
+
+def _run(
+    n, program, executor="task", strategy="birdshot", threads=1, reduction="mpi", migrate="none"
+):
+    proc = run_mpi(
+        n,
+        [
+            "-m",
+            "tests.runtime.mpi_toys",
+            program,
+            executor,
+            strategy,
+            str(threads),
+            reduction,
+            migrate,
+        ],
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+@pytest.mark.parametrize("program", ["heat", "walkers"])
+def test_task_runtime_matches_serial(n, program) -> None:
+    summary = _run(n, program, threads=2)
+    assert summary["fields_digest"] == SERIAL[program]()
+    assert summary["ranks"] == n and len(summary["busy"]) == n
+
+
+@pytest.mark.parametrize("reduction", ["linear", "binomial"])
+def test_reduction_algorithms_agree(reduction) -> None:
+    summary = _run(4, "heat", strategy="geometric", reduction=reduction)
+    assert summary["fields_digest"] == SERIAL["heat"]()
+
+
+def test_migration_in_the_middle_keeps_results_and_particles() -> None:
+    summary = _run(2, "walkers", strategy="geometric", migrate="5")
+    assert summary["fields_digest"] == SERIAL["walkers"]()
+    assert summary["bytes_migrated"] > 0
+
+
+def test_reference_executor_matches_serial() -> None:
+    summary = _run(4, "heat4", executor="reference")
+    assert summary["fields_digest"] == SERIAL["heat4"]()
+    assert summary["executor"] == "reference"
+
+
+def test_failing_kernel_ends_the_run_with_a_message() -> None:
+    proc = run_mpi(
+        2,
+        ["-m", "tests.runtime.mpi_toys", "failing", "task", "cyclic", "1", "mpi", "none"],
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "partition 3, step 2, phase 'diffuse' failed" in proc.stderr
+    assert "the kernel blew up" in proc.stderr

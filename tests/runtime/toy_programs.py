@@ -1,0 +1,145 @@
+"""Small programs that exercise the program API in tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from grapeshot.model.program import (
+    Block,
+    Box,
+    Context,
+    Exchange,
+    Migration,
+    Phase,
+    Program,
+    Reduction,
+    neighbour_offsets,
+)
+
+
+@njit(cache=True, nogil=True)
+def _diffuse(u: np.ndarray, out: np.ndarray, k: float) -> None:
+    nx, ny = u.shape
+    for i in range(1, nx - 1):
+        for j in range(1, ny - 1):
+            out[i, j] = u[i, j] + k * (
+                u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
+            )
+
+
+def _walls(block: Block, box: Box) -> None:
+    u = block["u"]
+    g = box.ghost
+    if box.at_wall(0, -1):
+        u[:g, :] = u[g : g + 1, :]
+    if box.at_wall(0, 1):
+        u[-g:, :] = u[-g - 1 : -g, :]
+    if box.at_wall(1, -1):
+        u[:, :g] = u[:, g : g + 1]
+    if box.at_wall(1, 1):
+        u[:, -g:] = u[:, -g - 1 : -g]
+
+
+class Heat(Program):
+    """2-D heat equation with insulated walls; a hot square in one corner."""
+
+    name = "heat"
+
+    def __init__(self, domain=(24, 18), parts=(3, 2)):
+        self.domain_shape = domain
+        self.parts_shape = parts
+        self.ghost = 1
+        self.phases = (
+            Phase("speed", self._speed, reduce=Reduction("umax", "max")),
+            Phase("diffuse", self._step, exchange=Exchange(("u",), 1, boundary=_walls)),
+            Phase("mass", self._mass, reduce=Reduction("mass", "sum")),
+        )
+
+    def init_block(self, box: Box) -> Block:
+        u = np.zeros(box.padded_shape)
+        x = np.arange(box.lo[0], box.hi[0])[:, None]
+        y = np.arange(box.lo[1], box.hi[1])[None, :]
+        u[box.interior()] = ((x < 6) & (y < 6)) * 1.0
+        return {"u": u, "tmp": u.copy()}
+
+    def _speed(self, block, box, ctx: Context):
+        return float(block["u"][box.interior()].max())
+
+    def _step(self, block, box, ctx: Context):
+        _diffuse(block["u"], block["tmp"], 0.2)
+        block["u"][box.interior()] = block["tmp"][box.interior()]
+
+    def _mass(self, block, box, ctx):
+        return float(block["u"][box.interior()].sum())
+
+    def work(self, block, box):
+        return int((block["u"][box.interior()] > 1e-3).sum())
+
+    def output_fields(self, block, box):
+        return {"u": block["u"][box.interior()].copy()}
+
+    def advance(self, ctx):
+        return 1.0
+
+
+class Walkers(Program):
+    """Particles moving up to one cell a step, bouncing off the walls; they migrate."""
+
+    name = "walkers"
+    particle_fields = ("id", "x")
+
+    def __init__(self, domain=(12, 8), parts=(3, 2), n=40, seed=0):
+        self.domain_shape = domain
+        self.parts_shape = parts
+        rng = np.random.default_rng(seed)
+        self.pos = rng.uniform(0, 1, size=(n, 2)) * np.asarray(domain)
+        self.vel = rng.uniform(-1, 1, size=(n, 2))
+        self.phases = (Phase("move", self._move, migrate=Migration(self._leave, self._arrive)),)
+
+    def init_block(self, box):
+        lo, hi = np.asarray(box.lo), np.asarray(box.hi)
+        keep = np.all((self.pos >= lo) & (self.pos < hi), axis=1)
+        ids = np.flatnonzero(keep).astype(np.float64)
+        return {"p": np.column_stack([ids, self.pos[keep], self.vel[keep]])}
+
+    def _move(self, block, box, ctx):
+        p = block["p"]
+        size = np.asarray(self.domain_shape, dtype=np.float64)
+        pos = p[:, 1:3] + p[:, 3:5]
+        bounce = (pos < 0) | (pos >= size)
+        p[:, 3:5] = np.where(bounce, -p[:, 3:5], p[:, 3:5])
+        p[:, 1:3] = np.where(bounce, p[:, 1:3], pos)
+
+    def _leave(self, block, box):
+        p = block["p"]
+        lo, hi = np.asarray(box.lo), np.asarray(box.hi)
+        offset = np.where(p[:, 1:3] < lo, -1, np.where(p[:, 1:3] >= hi, 1, 0))
+        block["p"] = p[~offset.any(axis=1)]
+        out = {}
+        for o in neighbour_offsets(2):
+            sel = np.all(offset == np.asarray(o), axis=1)
+            if sel.any():
+                out[o] = p[sel]
+        return out
+
+    def _arrive(self, block, box, buffers):
+        if buffers:
+            block["p"] = np.concatenate([block["p"], *buffers])
+
+    def work(self, block, box):
+        return len(block["p"])
+
+    def output_fields(self, block, box):
+        return {"id": block["p"][:, 0].copy(), "x": block["p"][:, 1:3].copy()}
+
+
+class Failing(Heat):
+    """Heat whose kernel raises on partition 3 at step 2."""
+
+    name = "failing"
+
+    def _step(self, block, box, ctx):
+        if box.part == 3 and ctx.step == 2:
+            raise FloatingPointError("the kernel blew up")
+        super()._step(block, box, ctx)
