@@ -11,19 +11,9 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
+from grapeshot.cli.options import parse_cells, parse_parts
 from grapeshot.cli.output import console, emit_json
 from grapeshot.model.errors import GrapeshotError, InputError
-
-
-def parse_parts(text: str) -> tuple[int, ...]:
-    """``"16,16"`` or ``"16x16"`` → ``(16, 16)``; 2 or 3 positive integers."""
-    try:
-        parts = tuple(int(x) for x in text.replace("x", ",").split(","))
-    except ValueError:
-        raise InputError("--parts", f"got {text!r}", "2 or 3 integers, e.g. 16,16") from None
-    if len(parts) not in (2, 3) or min(parts) < 1:
-        raise InputError("--parts", f"got {text!r}", "2 or 3 integers >= 1, e.g. 16,16")
-    return parts
 
 
 def default_threads(ranks: int) -> int:
@@ -101,8 +91,10 @@ def run_command(
             raise InputError(
                 "APP", f"{app_name} only records traces", "sph, swe or wavefront (or use trace)"
             )
-        cell_shape = None if cells is None else parse_parts(cells)
-        program = module.make_program(scene, parse_parts(parts), cells=cell_shape, seed=seed)
+        part_shape = parse_parts(parts)
+        program = module.make_program(
+            scene, part_shape, cells=parse_cells(cells, len(part_shape)), seed=seed
+        )
         n_threads = threads if threads is not None else default_threads(size)
         if n_threads < 1:
             raise InputError("--threads", f"got {n_threads}", "an integer >= 1")

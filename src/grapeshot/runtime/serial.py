@@ -173,3 +173,55 @@ def _migrate(migration, boxes, blocks, offsets) -> None:
             if back in leaving[src]:
                 arrived.append(leaving[src][back])
         migration.immigrate(block, box, arrived)
+
+
+def run_recorded(
+    program: Program,
+    steps: int,
+    *,
+    every: int | None = None,
+    on_frame: Callable[[int, float, dict[str, np.ndarray]], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SerialRun:
+    """Run ``program`` serially for ``steps`` steps, in chunks of ``every`` steps.
+
+    After step 0 and after every chunk (the last one may be shorter), ``on_frame(step,
+    time, fields)`` sees the assembled fields. The chunks resume from the previous chunk's
+    blocks, step and time, so the result is the same, bit for bit, as one run; the recorded
+    traces are concatenated.
+
+    Returns
+    -------
+    SerialRun
+        As :func:`run_serial` would return for one run of ``steps`` steps.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise InputError("--steps", f"got {steps!r}", "an integer >= 1")
+    chunk = steps if every is None else every
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise InputError("--every", f"got {every!r}", "an integer >= 1")
+    boxes = program.boxes()
+    blocks: list[Block] = [program.init_block(box) for box in boxes]
+    if on_frame is not None:
+        outputs = [program.output_fields(b, x) for b, x in zip(blocks, boxes, strict=True)]
+        on_frame(0, 0.0, assemble_fields(boxes, outputs, program.particle_fields))
+    seconds, work = [], []
+    halo: dict[tuple[int, int], int] = {}
+    done, t = 0, 0.0
+    while done < steps:
+        n = min(chunk, steps - done)
+        base = done
+
+        def tick(k: int, _n: int, base: int = base) -> None:
+            if progress is not None:
+                progress(base + k, steps)
+
+        run = run_serial(program, n, progress=tick, blocks=blocks, start_step=done, start_time=t)
+        blocks, t, done = run.blocks, run.time, done + n
+        seconds.append(run.seconds)
+        work.append(run.work)
+        for pair, nbytes in run.halo_bytes.items():
+            halo[pair] = halo.get(pair, 0) + nbytes
+        if on_frame is not None:
+            on_frame(done, t, run.fields())
+    return SerialRun(program, boxes, blocks, np.vstack(seconds), np.vstack(work), halo, t)

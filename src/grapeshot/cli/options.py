@@ -1,0 +1,43 @@
+"""Command-line values shared by several commands: partition and cell grids."""
+
+from __future__ import annotations
+
+from grapeshot.model.errors import InputError
+
+
+def parse_sizes(text: str, where: str) -> tuple[int, ...]:
+    """``"8"``, ``"8,4"``, ``"8x4x2"`` → positive ints (1 to 3 of them).
+
+    Raises
+    ------
+    InputError
+        Naming ``where`` if ``text`` is not 1 to 3 positive integers.
+    """
+    expected = "1 to 3 positive integers separated by ',' or 'x', e.g. 8,8"
+    try:
+        sizes = tuple(int(x) for x in text.lower().replace("x", ",").split(","))
+    except ValueError:
+        raise InputError(where, f"got {text!r}", expected) from None
+    if not 1 <= len(sizes) <= 3 or min(sizes) < 1:
+        raise InputError(where, f"got {text!r}", expected)
+    return sizes
+
+
+def parse_parts(text: str) -> tuple[int, ...]:
+    """``--parts PX[,PY[,PZ]]``; one value means a square 2-D grid (``8`` → ``(8, 8)``)."""
+    parts = parse_sizes(text, "--parts")
+    return parts * 2 if len(parts) == 1 else parts
+
+
+def parse_cells(text: str | None, ndim: int) -> tuple[int, ...] | None:
+    """``--cells NX[,NY[,NZ]]`` for a ``ndim``-D grid; one value applies to every axis."""
+    if text is None:
+        return None
+    cells = parse_sizes(text, "--cells")
+    if len(cells) == 1:
+        return cells * ndim
+    if len(cells) != ndim:
+        raise InputError(
+            "--cells", f"got {len(cells)} values for {ndim}-D --parts", f"1 or {ndim} values"
+        )
+    return cells

@@ -1,0 +1,290 @@
+"""``grapeshot trace``: run a mini-app (or a trace generator) and record its workload trace.
+
+A runnable app runs with the serial executor (:func:`grapeshot.runtime.serial.run_serial`);
+its measured kernel seconds (``--units s``) or work counts (``--units work``) per partition
+per step become a :class:`~grapeshot.model.workload.Workload`, written atomically to HDF5. A
+trace generator (``make_trace``) writes the workload it builds. Every run ends with the trace
+statistics of :mod:`grapeshot.apps.trace_stats`.
+
+With ``--vtk DIR`` or ``--snapshot DIR`` the run proceeds in chunks of ``--every`` steps
+(resuming from the blocks, step and time of the previous chunk, which gives the same bits as
+one run) and writes the assembled fields after each chunk: VTK ImageData files (``.vti``,
+cell data, with a ``.pvd`` collection that ParaView opens as a time series) and PNG images.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from grapeshot.apps import APPS, get_app
+from grapeshot.apps.trace_stats import TraceStats, trace_stats
+from grapeshot.cli.options import parse_cells, parse_parts
+from grapeshot.cli.output import console, emit_json, err_console
+from grapeshot.model.errors import InputError
+from grapeshot.model.program import Program
+from grapeshot.model.workload import UNITS, Workload, partition_bounds
+from grapeshot.model.workload_file import save_workload
+from grapeshot.report.snapshots import snapshot
+from grapeshot.report.vtk import write_pvd, write_vti
+from grapeshot.runtime.serial import run_recorded, run_serial
+
+#: Steps between outputs when ``--every`` is not given.
+DEFAULT_EVERY = 10
+
+
+def _warm_up(program: Program) -> None:
+    """One discarded step, so the kernels' JIT compilation is not timed as partition cost."""
+    run_serial(program, 1)
+
+
+class _Frames:
+    """Writes the VTK files and PNG snapshots of each frame, and remembers what it wrote."""
+
+    def __init__(self, program: Program, vtk: Path | None, snap: Path | None) -> None:
+        self.program = program
+        self.vtk, self.snap = vtk, snap
+        self.stem = f"{program.name}-{program.scene}"
+        self.spacing = tuple(getattr(program, "spacing", (1.0,) * len(program.domain_shape)))
+        self.frames: list[tuple[float, str]] = []
+        self.written: list[str] = []
+        self.limits: tuple[float, float] | None = None
+        self.field = getattr(program, "snapshot_field", None)
+
+    def __call__(self, step: int, t: float, fields: dict[str, np.ndarray]) -> None:
+        grids = {n: a for n, a in fields.items() if a.shape == self.program.domain_shape}
+        if not grids:
+            raise InputError(
+                "--vtk" if self.vtk is not None else "--snapshot",
+                f"{self.program.name} has no grid fields to write (only particles)",
+                "a grid app (swe, wavefront)",
+            )
+        if self.vtk is not None:
+            name = f"{self.stem}-{step:06d}.vti"
+            write_vti(self.vtk / name, grids, self.spacing)
+            self.frames.append((t, name))
+            write_pvd(self.vtk / f"{self.stem}.pvd", self.frames)
+            self.written.append(str(self.vtk / name))
+        if self.snap is not None:
+            field = self.field if self.field in grids else next(iter(grids))
+            values = grids[field]
+            if self.limits is None:
+                # One colour scale for every frame, from the program or from the first frame.
+                self.limits = getattr(self.program, "snapshot_limits", None)
+            if self.limits is None:
+                finite = values[np.isfinite(values)]
+                lo = float(finite.min()) if finite.size else 0.0
+                hi = float(finite.max()) if finite.size else 1.0
+                self.limits = (min(lo, 0.0), hi if hi > lo else lo + 1.0)
+            path = self.snap / f"{self.stem}-{step:06d}.png"
+            snapshot(
+                path, values, spacing=self.spacing,
+                bounds=partition_bounds(self.program.domain_shape, self.program.parts_shape),
+                title=f"{self.program.name} {self.program.scene}: step {step}, t = {t:.4g} s",
+                label=field, limits=self.limits,
+                cmap=getattr(self.program, "snapshot_cmap", "viridis"),
+            )  # fmt: skip
+            self.written.append(str(path))
+
+
+def _stats_rows(stats: TraceStats, units: str) -> list[tuple[str, str]]:
+    def pct(x: float) -> str:
+        return "n/a" if math.isnan(x) else f"{x:.1%}"
+
+    basis = "work == 0" if stats.counts_work else "cost == 0"
+    return [
+        (
+            f"cost share of the busiest {stats.top:.0%} ({stats.n_top}), whole run",
+            pct(stats.top_share),
+        ),
+        (
+            f"cost share of the busiest {stats.top:.0%}, per step (mean)",
+            pct(stats.top_share_per_step),
+        ),
+        (f"partitions idle per step ({basis})", pct(stats.idle_fraction)),
+        ("partitions idle in every step", pct(stats.idle_all_steps)),
+        (
+            f"busiest {stats.top:.0%}: overlap first vs last quarter ({stats.quarter} steps)",
+            "n/a" if math.isnan(stats.overlap) else f"{stats.overlap:.2f}",
+        ),
+        (f"partition max/mean − 1 per step ({units}), mean", f"{stats.imbalance:.2f}"),
+    ]
+
+
+def trace_command(
+    app_name: Annotated[
+        str, typer.Argument(metavar="APP", help=f"The app: {', '.join(APPS)}.", show_default=False)
+    ],
+    scene: Annotated[str, typer.Option("--scene", help="Scene of the app.", show_default=False)],
+    parts: Annotated[
+        str,
+        typer.Option(
+            "--parts",
+            help="Partitions per axis PX[,PY[,PZ]] (one value: a square 2-D grid).",
+            show_default=False,
+        ),
+    ],
+    steps: Annotated[int, typer.Option("--steps", help="Steps to run.", show_default=False)],
+    out: Annotated[
+        Path, typer.Option("--out", help="Workload file to write (HDF5).", show_default=False)
+    ],
+    cells: Annotated[
+        str | None,
+        typer.Option("--cells", help="Cells per axis NX[,NY[,NZ]] (default: the scene's)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the scene.")] = 0,
+    vtk: Annotated[
+        Path | None,
+        typer.Option("--vtk", help="Write VTK ImageData (.vti + .pvd) here every --every steps."),
+    ] = None,
+    snap: Annotated[
+        Path | None,
+        typer.Option("--snapshot", help="Write PNG snapshots here every --every steps."),
+    ] = None,
+    every: Annotated[
+        int, typer.Option("--every", help="Steps between VTK files / snapshots.")
+    ] = DEFAULT_EVERY,
+    units: Annotated[
+        str | None,
+        typer.Option(
+            "--units",
+            help="Cost recorded: s (measured kernel seconds) or work (the app's work counts). "
+            "Default s for runnable apps, the generator's own for trace generators.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Run a mini-app and record its per-partition cost trace (a workload file).
+
+    Runnable apps (swe, wavefront, sph) run here with the serial executor, partition by
+    partition; trace generators (flip, commbench) build their trace. The statistics at the end
+    say how the load varies: the cost share of the busiest 10% of partitions, the share of
+    partitions with no work, and whether the busiest 10% in the first quarter of the steps are
+    still the busiest in the last quarter (overlap 1) or the load has moved (overlap near 0).
+    """
+    if units is not None and units not in UNITS:
+        raise InputError("--units", f"got {units!r}", f"one of {', '.join(UNITS)}")
+    if isinstance(steps, bool) or steps < 1:
+        raise InputError("--steps", f"got {steps}", "an integer >= 1")
+    if every < 1:
+        raise InputError("--every", f"got {every}", "an integer >= 1")
+    part_shape = parse_parts(parts)
+    cell_shape = parse_cells(cells, len(part_shape))
+    if seed < 0:
+        raise InputError("--seed", f"got {seed}", "a non-negative integer")
+    module = _load_app(app_name)
+    if scene not in module.SCENES:
+        raise InputError(
+            "--scene", f"{app_name} has no scene {scene!r}", f"one of {', '.join(module.SCENES)}"
+        )
+    summary: dict[str, Any] = {"app": app_name, "scene": scene, "steps": steps}
+    written: list[str] = []
+    if APPS[app_name].runnable:
+        program = module.make_program(scene, part_shape, cells=cell_shape, seed=seed)
+        chosen = units or "s"
+        if chosen == "s":
+            _warm_up(program)
+        frames = _Frames(program, vtk, snap) if (vtk or snap) else None
+        with _ProgressBar(as_json, f"{app_name} {scene}") as tick:
+            run = run_recorded(
+                program, steps, every=every if frames else None, on_frame=frames, progress=tick
+            )
+        workload = run.workload(chosen)
+        summary.update(time=run.time, digest=run.digest())
+        written = frames.written if frames else []
+    else:
+        if vtk is not None or snap is not None:
+            raise InputError(
+                "--vtk" if vtk is not None else "--snapshot",
+                f"{app_name} is a trace generator and has no fields to write",
+                "a runnable app (" + ", ".join(a for a, s in APPS.items() if s.runnable) + ")",
+            )
+        with _ProgressBar(as_json, f"{app_name} {scene}") as tick:
+            workload = module.make_trace(
+                scene, part_shape, steps, cells=cell_shape, seed=seed, progress=tick
+            )
+        if units is not None and units != workload.units:
+            raise InputError(
+                "--units", f"{app_name} records {workload.units!r}", f"--units {workload.units}"
+            )
+    save_workload(out, workload)
+    stats = trace_stats(workload)
+    summary.update(
+        parts=list(workload.parts_shape),
+        cells=list(workload.domain_shape),
+        units=workload.units,
+        out=str(out),
+        files=written,
+        stats=stats.as_dict(),
+    )
+    if as_json:
+        emit_json(summary)
+        return
+    _print_summary(summary, workload, stats)
+
+
+def _load_app(name: str) -> Any:
+    module_name = f"grapeshot.apps.{APPS[name].module}" if name in APPS else None
+    try:
+        return get_app(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        raise InputError("APP", f"app {name!r} is not in this build", None) from None
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr (none with ``--json``); yields ``tick(done, total)``."""
+
+    def __init__(self, quiet: bool, label: str) -> None:
+        self.quiet, self.label = quiet, label
+        self.bar: Progress | None = None
+
+    def __enter__(self) -> Callable[[int, int], None]:
+        if self.quiet:
+            return lambda done, total: None
+        self.bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=err_console, transient=True,
+        )  # fmt: skip
+        self.bar.__enter__()
+        task = self.bar.add_task(self.label, total=None)
+        bar = self.bar
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return tick
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _print_summary(summary: dict[str, Any], workload: Workload, stats: TraceStats) -> None:
+    table = Table(title=f"{summary['app']} {summary['scene']}: trace of {workload.n_steps} steps")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    table.add_row("partitions", " × ".join(map(str, workload.parts_shape)) + f" = {stats.n_parts}")
+    table.add_row("cells", " × ".join(map(str, workload.domain_shape)))
+    if "time" in summary:
+        table.add_row("simulated time", f"{summary['time']:.4g} s")
+    table.add_row("cost units", workload.units)
+    for name, value in _stats_rows(stats, workload.units):
+        table.add_row(name, value)
+    console.print(table)
+    console.print(f"trace written to {summary['out']}")
+    if summary["files"]:
+        console.print(f"{len(summary['files'])} field files written, last {summary['files'][-1]}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``trace`` to the command line."""
+    app.command("trace")(trace_command)
