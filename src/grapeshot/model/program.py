@@ -31,7 +31,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -74,12 +74,12 @@ class Box:
     domain_shape: tuple[int, ...]
     ghost: int
 
-    @property
+    @cached_property
     def shape(self) -> tuple[int, ...]:
         """Interior cells per axis."""
         return tuple(h - lo for lo, h in zip(self.lo, self.hi, strict=True))
 
-    @property
+    @cached_property
     def padded_shape(self) -> tuple[int, ...]:
         """Cells per axis including ghost layers on both sides."""
         return tuple(n + 2 * self.ghost for n in self.shape)
@@ -146,9 +146,14 @@ def _slab(box: Box, offset: Offset, width: int, ghost_side: bool) -> tuple[slice
 
 def grid_pack(fields: Sequence[str], width: int) -> Callable[[Block, Box, Offset], np.ndarray]:
     """A packer for grid fields: the ``width`` interior layers facing the neighbour."""
+    slabs: dict[tuple[int, Offset], tuple[slice, ...]] = {}  # plan once, pack every step
 
     def pack(block: Block, box: Box, offset: Offset) -> np.ndarray:
-        sl = _slab(box, offset, width, ghost_side=False)
+        sl = slabs.get((box.part, offset))
+        if sl is None:
+            sl = slabs[(box.part, offset)] = _slab(box, offset, width, ghost_side=False)
+        if len(fields) == 1:
+            return block[fields[0]][sl].flatten()  # a copy: the kernel goes on writing
         return np.concatenate([block[f][sl].ravel() for f in fields])
 
     return pack
@@ -158,9 +163,12 @@ def grid_unpack(
     fields: Sequence[str], width: int
 ) -> Callable[[Block, Box, Offset, np.ndarray], None]:
     """The matching unpacker: fills the ghost layers on the neighbour's side."""
+    slabs: dict[tuple[int, Offset], tuple[slice, ...]] = {}
 
     def unpack(block: Block, box: Box, offset: Offset, payload: np.ndarray) -> None:
-        sl = _slab(box, offset, width, ghost_side=True)
+        sl = slabs.get((box.part, offset))
+        if sl is None:
+            sl = slabs[(box.part, offset)] = _slab(box, offset, width, ghost_side=True)
         start = 0
         for f in fields:
             target = block[f][sl]
@@ -194,12 +202,16 @@ class Exchange:
     boundary: Callable[[Block, Box], None] | None = None
 
     def packer(self) -> Callable[[Block, Box, Offset], np.ndarray]:
-        """The packer to use."""
-        return self.pack or grid_pack(self.fields, self.width)
+        """The packer to use (built once per exchange: it caches its slices)."""
+        if "_packer" not in self.__dict__:
+            self.__dict__["_packer"] = self.pack or grid_pack(self.fields, self.width)
+        return self.__dict__["_packer"]
 
     def unpacker(self) -> Callable[[Block, Box, Offset, np.ndarray], None]:
-        """The unpacker to use."""
-        return self.unpack or grid_unpack(self.fields, self.width)
+        """The unpacker to use (built once per exchange)."""
+        if "_unpacker" not in self.__dict__:
+            self.__dict__["_unpacker"] = self.unpack or grid_unpack(self.fields, self.width)
+        return self.__dict__["_unpacker"]
 
 
 REDUCE_OPS = ("min", "max", "sum")

@@ -301,6 +301,11 @@ def _outcome(
         "messages": int(sum(g[s]["messages"] for g in gathered for s in range(segments))),
         "bytes_migrated": int(migrated_bytes),
         "simulated_time": float(gathered[0][-1]["time"]),
+        "work_per_rank": np.bincount(
+            np.asarray(final_node_of), weights=work.sum(axis=0), minlength=ranks
+        ).tolist()
+        if segments == 1
+        else None,
         "fields_digest": fields_digest(fields),
     }
     return RunOutcome(

@@ -27,6 +27,7 @@ import numpy as np
 from grapeshot.exchange.collectives import ordered_allreduce
 from grapeshot.model.program import Block, Context, Program, neighbour_offsets
 from grapeshot.runtime.schedule import Prep, RankSchedule, Reduce, Run
+from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import HALO, MIGRANTS, Envelope, decode, encode
 
 _DATA_TAG = 11
@@ -170,6 +171,7 @@ class _Runner:
         self.program = program
         self.data, self.coll = data, coll
         self.rank = data.Get_rank()
+        self.size = data.Get_size()
         self.threads = max(1, int(threads))
         self.reduction = reduction
         self.timeout = timeout
@@ -225,6 +227,7 @@ class _Runner:
     # -- main loop -----------------------------------------------------------------------
 
     def run(self) -> RankResult:
+        warm_up(self.program, self.boxes[self.local[0]])
         self.data.Barrier()
         self.t0 = time.perf_counter()
         with ThreadPoolExecutor(self.threads, thread_name_prefix="grapeshot") as pool:
@@ -433,6 +436,8 @@ class _Runner:
     def poll_network(self) -> bool:
         from mpi4py import MPI
 
+        if self.size == 1:
+            return False
         progressed = False
         status = MPI.Status()
         while self.data.Iprobe(source=MPI.ANY_SOURCE, tag=_DATA_TAG, status=status):

@@ -16,6 +16,7 @@ from grapeshot.exchange.collectives import ordered_allreduce
 from grapeshot.model.errors import InputError
 from grapeshot.model.program import Context, Program, neighbour_offsets
 from grapeshot.runtime.executor import RankResult, TaskRecord
+from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import HALO, MIGRANTS, Envelope, decode, encode
 
 _TAG = 13
@@ -69,6 +70,7 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
             MPI.Request.Waitall([r for r, _ in requests])
             return [got[s] for s in sorted(got)]
 
+        warm_up(program, box)
         data.Barrier()
         t0 = time.perf_counter()
         ctx = Context(0, 0.0)
