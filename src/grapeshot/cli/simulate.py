@@ -1,0 +1,372 @@
+"""``grapeshot simulate``: run placements on a modelled cluster and compare them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from grapeshot.cli.output import console, emit_json, err_console
+from grapeshot.model.errors import InputError
+from grapeshot.model.machine_file import load_machine
+from grapeshot.model.synthetic import describe_kinds
+from grapeshot.model.workload_file import load_workload
+from grapeshot.report.figures import save_figure
+from grapeshot.sim.program import (
+    DEFAULT_MESSAGE_OVERHEAD,
+    DEFAULT_STATE_BYTES_PER_CELL,
+    DEFAULT_TASK_OVERHEAD,
+    SYNC_MODES,
+    Overheads,
+    SimOptions,
+)
+from grapeshot.sim.resize import WorkloadSource
+from grapeshot.sim.sweep import Run, check_strategy, run_sweep, strategy_names
+from grapeshot.sim.timeline import write_timeline
+
+_PARAGRAPHS = (
+    "Predict how placements of a workload run on a modelled cluster: strategies × partitions "
+    "per core, a table, a figure and an optional timeline, in seconds of host time.",
+    "**What is modelled.** Every partition runs one task per step (per phase with "
+    "--phases); a task waits for its partition's previous task and for one halo message from "
+    "each neighbour. Each node runs its ready tasks first in, first out on any free core "
+    "(Birdshot's per-node dynamic dispatch; --pin binds partitions to cores instead). A "
+    "message between nodes costs latency + bytes / bandwidth, serialised at the sender's and "
+    "the receiver's NIC (and on the shared links of fat-tree and 3D-torus networks, where hops "
+    "add latency); with node contention (the cm5 preset) a receiver takes one message at a "
+    "time. A message inside a node costs a memory copy. Every task pays a fixed overhead and "
+    "every inter-node message a software overhead at both ends (--task-overhead, "
+    "--msg-overhead): these per-partition costs, with the halo traffic that grows with the "
+    "partition count, are why too many partitions per core get slower again. --sync adds a "
+    "barrier or an allreduce per step, linear (one root) or a binomial tree (--collective). "
+    "The dynamic strategy 'reactive' starts geometric and migrates partitions every 30 steps; "
+    "a move costs the partition's state over the network.",
+    "**Partitions per core.** --ppc k needs exactly nodes × cores × k partitions. A "
+    "synthetic SPEC is regenerated over the same domain on the squarest grid with that many "
+    "partitions; a trace file is coarsened by merging whole blocks of partitions; anything "
+    "else stops with an error naming the numbers (docs/simulator.md).",
+    "**What the numbers mean** (simulated time). step: mean time per step, from the "
+    "end of one step to the end of the next. LIF: mean over steps of max/mean − 1 over nodes "
+    "of the step's task time per core (0 is perfect balance). hidden: the share of the time "
+    "with inter-node data in flight towards a node during which its cores computed. busy: "
+    "the share of all core time spent computing. MB/step: inter-node halo data per step. "
+    "--json gives the same per run, for scripts.",
+    "Example: grapeshot simulate --synthetic "
+    "dambreak:parts=32x16x16,cells=16,steps=100,cell_bytes=40,ghost=3,cell_cost=2e-6 "
+    "--machine ec2-c4.8xlarge --nodes 32 --strategy geometric,birdshot --ppc 1,2,4,8,16,32",
+)
+HELP = "\n\n".join(_PARAGRAPHS)
+
+
+def _int_list(text: str, where: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(where, f"got {text!r}", "comma-separated integers, e.g. 1,2,4") from None
+    if not values or min(values) < 1:
+        raise InputError(where, f"got {text!r}", "comma-separated integers >= 1")
+    return values
+
+
+def _steps(text: str | None, where: str) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    lo, sep, hi = text.partition(":")
+    try:
+        a, b = int(lo), int(hi)
+    except ValueError:
+        a, b = -1, -1
+    if not sep or a < 0 or b <= a:
+        raise InputError(where, f"got {text!r}", "a:b with 0 <= a < b")
+    return a, b
+
+
+def _timeline_run(text: str | None, runs: list[tuple[str, int]]) -> tuple[str, int]:
+    if text is None:
+        return runs[0]
+    name, sep, k = text.rpartition(":")
+    try:
+        key = (name, int(k))
+    except ValueError:
+        key = ("", 0)
+    if not sep or key not in runs:
+        choices = ", ".join(f"{s}:{p}" for s, p in runs)
+        raise InputError("--timeline-run", f"got {text!r}", f"one of {choices}")
+    return key
+
+
+def sweep_figure(runs: list[Run], *, title: str):
+    """Birdshot figures 9-10 style: time per step against partitions per core, per strategy,
+    and each strategy's busy and idle time per core at its best partitions per core."""
+    import matplotlib.pyplot as plt
+
+    strategies = list(dict.fromkeys(r.strategy for r in runs))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for name in strategies:
+        mine = sorted((r for r in runs if r.strategy == name), key=lambda r: r.ppc)
+        ax.plot(
+            [r.ppc for r in mine],
+            [r.result.step_time_mean * 1e3 for r in mine],
+            marker="o",
+            label=name,
+        )
+    ax.set_xscale("log", base=2)
+    ticks = sorted({r.ppc for r in runs})
+    ax.set_xticks(ticks, [str(k) for k in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("partitions per core")
+    ax.set_ylabel("time per step (ms)")
+    ax.set_title("time per step vs partitions per core")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    labels, busy, idle = [], [], []
+    for name in strategies:
+        best = min((r for r in runs if r.strategy == name), key=lambda r: r.result.total_time)
+        res = best.result
+        cores = float(res.cores.sum())
+        labels.append(f"{name}\n{best.ppc}/core")
+        busy.append(float(res.node_busy.sum()) / cores / res.n_steps * 1e3)
+        idle.append(float(res.node_idle.sum()) / cores / res.n_steps * 1e3)
+    x = np.arange(len(labels))
+    bx.bar(x, busy, label="busy", color="tab:blue")
+    bx.bar(x, idle, bottom=busy, label="idle", color="tab:gray")
+    bx.set_xticks(x, labels)
+    bx.set_ylabel("time per step per core (ms)")
+    bx.set_title("busy and idle time at each strategy's best")
+    bx.legend()
+    fig.suptitle(title)
+    return fig
+
+
+def simulate_command(
+    machine: Annotated[
+        str,
+        typer.Option(
+            "--machine", help="Preset (ec2-c4.8xlarge, bluewaters-xe6, cm5, ...) or .toml."
+        ),
+    ],
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Workload trace file (HDF5, docs/formats.md).")
+    ] = None,
+    synthetic: Annotated[
+        str | None,
+        typer.Option(
+            "--synthetic",
+            help="Synthetic workload KIND:key=value,...; '--synthetic help' lists them.",
+        ),
+    ] = None,
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", help="Nodes (default: the machine's).")
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy", help=f"Comma-separated strategies: {', '.join(strategy_names())}."
+        ),
+    ] = "geometric,birdshot",
+    ppc: Annotated[
+        str, typer.Option("--ppc", help="Comma-separated partitions per core, e.g. 1,2,4,8.")
+    ] = "1",
+    steps: Annotated[
+        str | None, typer.Option("--steps", help="Simulate only steps a:b of the trace.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every placement.")] = 0,
+    phases: Annotated[int, typer.Option("--phases", help="Halo exchanges (phases) per step.")] = 1,
+    sync: Annotated[
+        str, typer.Option("--sync", help=f"Global operation per step: {', '.join(SYNC_MODES)}.")
+    ] = "none",
+    collective: Annotated[
+        str, typer.Option("--collective", help="linear (one root) or binomial (tree).")
+    ] = "linear",
+    pin: Annotated[
+        bool, typer.Option("--pin", help="Pin partitions to cores (no dynamic dispatch).")
+    ] = False,
+    task_overhead: Annotated[
+        float, typer.Option("--task-overhead", help="Seconds of overhead per task.")
+    ] = DEFAULT_TASK_OVERHEAD,
+    msg_overhead: Annotated[
+        float,
+        typer.Option("--msg-overhead", help="Seconds per inter-node message at each end."),
+    ] = DEFAULT_MESSAGE_OVERHEAD,
+    hop_latency: Annotated[
+        float | None,
+        typer.Option("--hop-latency", help="Seconds per network hop (default per topology)."),
+    ] = None,
+    state_bytes: Annotated[
+        int,
+        typer.Option("--state-bytes-per-cell", help="Bytes a migrated partition moves per cell."),
+    ] = DEFAULT_STATE_BYTES_PER_CELL,
+    seconds_per_work: Annotated[
+        float | None,
+        typer.Option("--seconds-per-work", help="Seconds per work unit (traces in work units)."),
+    ] = None,
+    timeline: Annotated[
+        Path | None,
+        typer.Option("--timeline", help="Write a Chrome-trace timeline (Perfetto) here."),
+    ] = None,
+    timeline_run: Annotated[
+        str | None,
+        typer.Option("--timeline-run", help="Run of the timeline, STRATEGY:PPC (default: first)."),
+    ] = None,
+    timeline_steps: Annotated[
+        str, typer.Option("--timeline-steps", help="Steps a:b of the timeline.")
+    ] = "0:3",
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Directory of the figures.")] = Path(
+        "grapeshot-sim"
+    ),
+    figures: Annotated[
+        bool, typer.Option("--figures/--no-figures", help="Write the PNG figure.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    if synthetic == "help":
+        console.print(describe_kinds(), highlight=False, markup=False)
+        return
+    if (trace is None) == (synthetic is None):
+        raise InputError("--trace/--synthetic", "need exactly one of them", "a file or a SPEC")
+    strategies = [s.strip() for s in strategy.split(",") if s.strip()]
+    if not strategies:
+        raise InputError("--strategy", f"got {strategy!r}", "comma-separated strategy names")
+    for name in strategies:
+        check_strategy(name)
+    ppcs = _int_list(ppc, "--ppc")
+    step_range = _steps(steps, "--steps")
+    window = _steps(timeline_steps, "--timeline-steps")
+    m = load_machine(machine, nodes)
+    options = SimOptions(
+        phases=phases,
+        sync=sync,
+        collective=collective,
+        pin=pin,
+        overheads=Overheads(task=task_overhead, message=msg_overhead),
+        hop_latency=hop_latency,
+        state_bytes_per_cell=state_bytes,
+        seconds_per_work=seconds_per_work,
+    )
+    source = (
+        WorkloadSource(spec=synthetic, steps=step_range)
+        if synthetic is not None
+        else WorkloadSource(workload=load_workload(trace), steps=step_range)
+    )
+    pairs = [(s, k) for k in ppcs for s in strategies]
+    selected = _timeline_run(timeline_run, pairs) if timeline is not None else None
+    tl = None if selected is None or window is None else (selected[0], selected[1], window)
+
+    if as_json or len(pairs) == 1:
+        runs = run_sweep(source, m, strategies, ppcs, seed=seed, options=options, timeline=tl)
+    else:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as bar:
+            job = bar.add_task("simulating", total=len(pairs))
+
+            def report(done: int, total: int, label: str) -> None:
+                bar.update(job, completed=done, description=f"simulating {label}")
+
+            runs = run_sweep(
+                source,
+                m,
+                strategies,
+                ppcs,
+                seed=seed,
+                options=options,
+                progress=report,
+                timeline=tl,
+            )
+
+    written: list[str] = []
+    if figures:
+        fig = sweep_figure(
+            runs,
+            title=f"{source.description} on {m.nodes} × {m.name} ({m.cores_per_node} cores)",
+        )
+        written.append(str(save_figure(fig, out_dir / "sim-time-per-step.png")))
+    timeline_path = None
+    if tl is not None:
+        run = next(r for r in runs if (r.strategy, r.ppc) == (tl[0], tl[1]))
+        timeline_path = str(write_timeline(timeline, run.result))
+    if as_json:
+        emit_json(
+            {
+                "machine": m.name,
+                "nodes": m.nodes,
+                "cores_per_node": m.cores_per_node,
+                "workload": source.description,
+                "runs": [r.summary() for r in runs],
+                "figures": written,
+                "timeline": timeline_path,
+            }
+        )
+        return
+    _print_table(runs, m.name, m.nodes, source.description)
+    for path in written:
+        console.print(f"figure written to {path}")
+    if timeline_path is not None:
+        console.print(f"timeline ({tl[0]} at {tl[1]} per core) written to {timeline_path}")
+
+
+def _print_table(runs: list[Run], machine: str, nodes: int, description: str) -> None:
+    longest = max(r.result.step_time_mean for r in runs)
+    scale, unit = (1.0, "s") if longest >= 1 else (1e3, "ms") if longest >= 1e-3 else (1e6, "µs")
+    table = Table(title=f"{description}\non {nodes} × {machine}")
+    for col in (
+        "strategy",
+        "ppc",
+        "parts",
+        f"step {unit}",
+        "LIF",
+        "LIF max",
+        "hidden",
+        "busy",
+        "MB/step",
+        "migr. MB",
+    ):
+        table.add_column(col, justify="left" if col == "strategy" else "right")
+    fastest = min(r.result.total_time for r in runs)
+    for r in runs:
+        res = r.result
+        table.add_row(
+            r.strategy + (" *" if res.total_time == fastest else ""),
+            str(r.ppc),
+            str(res.n_parts),
+            f"{res.step_time_mean * scale:.3f}",
+            f"{res.lif_mean:.3f}",
+            f"{res.lif_max:.3f}",
+            f"{res.hidden_comm_fraction:.0%}",
+            f"{res.busy_fraction:.0%}",
+            f"{res.bytes_sent_total / max(res.n_steps, 1) / 1e6:.1f}",
+            f"{res.bytes_migrated / 1e6:.1f}",
+        )
+    console.print(table)
+    console.print(
+        "step: mean time per step; LIF: mean over steps of max/mean - 1 of per-core load; "
+        "hidden: share of in-flight communication time covered by computation; busy: share of "
+        "core time computing; MB/step: inter-node halo data; * fastest run.",
+        style="dim",
+    )
+    best_of: dict[str, Run] = {}
+    for r in runs:
+        best = best_of.get(r.strategy)
+        if best is None or r.result.total_time < best.result.total_time:
+            best_of[r.strategy] = r
+    base = runs[0]  # the first strategy at the smallest partitions per core
+    for name, best in best_of.items():
+        speedup = base.result.total_time / best.result.total_time
+        console.print(
+            f"{name}: best at {best.ppc} per core, {best.result.step_time_mean * scale:.3f} "
+            f"{unit} per step, {speedup:.2f}x faster than {base.strategy} at {base.ppc} per core"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``simulate`` to the command line."""
+    app.command("simulate", help=HELP)(simulate_command)

@@ -1,0 +1,182 @@
+"""Fit the simulator's network and overhead parameters to what a real run recorded.
+
+A run record of the real runtime gives, for inter-node messages, their size and the seconds
+from the send being posted to the receive completing, and for tasks, their trace cost and the
+seconds they took. The simulator's model of those is linear:
+
+- a message alone on the network: ``seconds = latency + bytes / bandwidth``;
+- a task: ``seconds = scale * cost + task_overhead`` (``scale`` ≈ 1 when the trace's costs
+  are seconds measured on the same cores; otherwise it converts them).
+
+:func:`fit_calibration` fits both lines on relative residuals (jitter grows with the time)
+with a robust soft-L1 loss, so the few messages that queued behind others or the tasks a
+straggler slowed do not drag the fit, under the constraints ``latency, task_overhead >= 0``
+and ``bandwidth, scale > 0``.
+
+The procedure (``docs/simulator.md``): run the program once for real on a few nodes with
+recording on; take messages that did not wait in a queue (e.g. the first of each step per
+NIC) and every task; fit; then :meth:`Calibration.apply` gives the machine and the overheads
+to simulate with. A message's measured time includes the software send and receive paths, so
+the fitted latency already holds them: ``apply`` takes the per-message overhead you keep in
+the overheads (default 0) and removes it twice from the latency.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from grapeshot.model.errors import InputError
+from grapeshot.model.machine import Machine
+from grapeshot.sim.program import Overheads
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Fitted parameters and how well they fit.
+
+    Attributes
+    ----------
+    latency
+        Seconds, the fitted intercept of message time.
+    bandwidth
+        Bytes per second, the inverse of the fitted slope of message time.
+    task_overhead
+        Seconds per task, the fitted intercept of task time.
+    task_scale
+        Seconds of task time per unit of trace cost.
+    message_rms, task_rms
+        Root-mean-square residuals of the two fits, seconds.
+    """
+
+    latency: float
+    bandwidth: float
+    task_overhead: float
+    task_scale: float
+    message_rms: float
+    task_rms: float
+
+    def apply(
+        self, machine: Machine, *, message_overhead: float = 0.0
+    ) -> tuple[Machine, Overheads]:
+        """The machine with the fitted network, and the overheads to simulate it with.
+
+        Parameters
+        ----------
+        machine
+            The machine whose network latency and bandwidth are replaced.
+        message_overhead
+            The per-message software overhead to keep in :class:`Overheads` (seconds at each
+            end); it is taken out of the fitted latency twice, since the measured message
+            time already contains it.
+        """
+        latency = self.latency - 2.0 * message_overhead
+        if latency < 0:
+            raise InputError(
+                "message_overhead",
+                f"2 x {message_overhead} exceeds the fitted latency {self.latency}",
+                "a per-message overhead below half the fitted latency",
+            )
+        network = dataclasses.replace(
+            machine.network, latency=float(latency), bandwidth=float(self.bandwidth)
+        )
+        over = Overheads(task=self.task_overhead, message=message_overhead)
+        return dataclasses.replace(machine, network=network), over
+
+
+def _check_pairs(x: np.ndarray, y: np.ndarray, xname: str, yname: str) -> None:
+    if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
+        raise InputError(
+            f"{xname}/{yname}",
+            f"have shapes {x.shape} and {y.shape}",
+            "two 1-D arrays, same length",
+        )
+    if x.size < 2:
+        raise InputError(xname, f"has {x.size} samples", "at least 2")
+    for name, arr in ((xname, x), (yname, y)):
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise InputError(name, "has negative or non-finite values", "finite numbers >= 0")
+    if np.ptp(x) == 0:
+        raise InputError(xname, f"has one distinct value ({x[0]})", "at least 2 distinct values")
+
+
+def _fit_line(x: np.ndarray, y: np.ndarray, *, slope_floor: float) -> tuple[float, float, float]:
+    """Robust ``y = a + b x`` with ``a >= 0``, ``b >= slope_floor``; returns (a, b, rms).
+
+    Residuals are relative (``(a + b x - y) / y``): timing jitter grows with the time, and
+    relative residuals let the short samples pin the intercept and the long ones the slope.
+    A first weighted least-squares pass gives the start and the scale of the soft-L1 loss
+    (1.4826 median absolute deviations of its residuals).
+    """
+    xs = float(np.abs(x).max()) or 1.0
+    ys = float(np.abs(y).max()) or 1.0
+    u, v = x / xs, y / ys
+    weight = 1.0 / np.maximum(v, 1e-9)
+    design = np.column_stack([np.ones_like(u), u]) * weight[:, None]
+    a0, b0 = np.linalg.lstsq(design, v * weight, rcond=None)[0]
+    floor = slope_floor * xs / ys
+    start = np.array([max(a0, 0.0), max(b0, floor + 1e-12)])
+
+    def residual(theta: np.ndarray) -> np.ndarray:
+        return (theta[0] + theta[1] * u - v) * weight
+
+    first = residual(start)
+    scale = 1.4826 * float(np.median(np.abs(first - np.median(first)))) or 1e-3
+    fit = least_squares(
+        residual,
+        start,
+        loss="soft_l1",
+        f_scale=scale,
+        bounds=([0.0, floor], [np.inf, np.inf]),
+        method="trf",
+        x_scale="jac",
+    )
+    a = float(fit.x[0] * ys)
+    b = float(fit.x[1] * ys / xs)
+    rms = float(np.sqrt(np.mean((a + b * x - y) ** 2)))
+    return a, b, rms
+
+
+def fit_network(message_bytes: np.ndarray, seconds: np.ndarray) -> tuple[float, float, float]:
+    """Fit ``seconds = latency + bytes / bandwidth``; return (latency, bandwidth, rms)."""
+    x = np.asarray(message_bytes, dtype=np.float64)
+    y = np.asarray(seconds, dtype=np.float64)
+    _check_pairs(x, y, "message bytes", "message seconds")
+    a, b, rms = _fit_line(x, y, slope_floor=1e-18)
+    return a, 1.0 / b, rms
+
+
+def fit_tasks(task_cost: np.ndarray, seconds: np.ndarray) -> tuple[float, float, float]:
+    """Fit ``seconds = scale * cost + overhead``; return (overhead, scale, rms)."""
+    x = np.asarray(task_cost, dtype=np.float64)
+    y = np.asarray(seconds, dtype=np.float64)
+    _check_pairs(x, y, "task cost", "task seconds")
+    a, b, rms = _fit_line(x, y, slope_floor=1e-12)
+    return a, b, rms
+
+
+def fit_calibration(
+    message_bytes: np.ndarray,
+    message_seconds: np.ndarray,
+    task_cost: np.ndarray,
+    task_seconds: np.ndarray,
+) -> Calibration:
+    """Fit latency, bandwidth, per-task overhead (and cost scale) from a run record.
+
+    Parameters
+    ----------
+    message_bytes, message_seconds
+        Size and observed seconds of inter-node messages (same length, at least two sizes).
+    task_cost, task_seconds
+        Trace cost and observed seconds of tasks (same length, at least two costs).
+
+    Returns
+    -------
+    Calibration
+    """
+    latency, bandwidth, m_rms = fit_network(message_bytes, message_seconds)
+    overhead, scale, t_rms = fit_tasks(task_cost, task_seconds)
+    return Calibration(latency, bandwidth, overhead, scale, m_rms, t_rms)

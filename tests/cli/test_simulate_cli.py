@@ -1,0 +1,258 @@
+"""``grapeshot simulate`` through typer's test runner (its own app until main registers it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from grapeshot.cli import simulate
+from grapeshot.model.errors import InputError
+from grapeshot.model.synthetic import synthetic_workload
+from grapeshot.model.workload_file import save_workload
+
+SPEC = "dambreak:parts=16x8,cells=8,steps=4,cell_cost=1e-5"
+RUN_KEYS = {
+    "strategy",
+    "ppc",
+    "seed",
+    "total_time",
+    "step_time_mean",
+    "lif_mean",
+    "lif_max",
+    "hidden_comm_fraction",
+    "bytes_sent",
+    "bytes_migrated",
+}
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    app = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode="markdown")
+    simulate.register(app)
+
+    @app.callback()
+    def _root() -> None:
+        """A root so that `simulate` is a subcommand, as under `grapeshot`."""
+
+    return app
+
+
+def invoke(app: typer.Typer, *args: str):
+    return CliRunner().invoke(app, ["simulate", *args], catch_exceptions=True)
+
+
+def test_json_has_the_scripted_interface(app: typer.Typer, tmp_path: Path) -> None:
+    result = invoke(
+        app,
+        "--synthetic",
+        SPEC,
+        "--machine",
+        "ec2-c4.8xlarge",
+        "--nodes",
+        "4",
+        "--strategy",
+        "geometric,birdshot",
+        "--ppc",
+        "1,2",
+        "--seed",
+        "3",
+        "--json",
+        "--out-dir",
+        str(tmp_path / "figs"),
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["machine"] == "ec2-c4.8xlarge" and doc["nodes"] == 4
+    assert [(r["strategy"], r["ppc"]) for r in doc["runs"]] == [
+        ("geometric", 1),
+        ("birdshot", 1),
+        ("geometric", 2),
+        ("birdshot", 2),
+    ]
+    for run in doc["runs"]:
+        assert RUN_KEYS <= set(run)
+        assert run["seed"] == 3 and run["total_time"] > 0 and run["bytes_migrated"] == 0
+        assert run["parts"] == 4 * 18 * run["ppc"]
+    assert (tmp_path / "figs" / "sim-time-per-step.png").stat().st_size > 1000
+    assert doc["figures"] == [str(tmp_path / "figs" / "sim-time-per-step.png")]
+
+
+def test_same_command_same_numbers(app: typer.Typer, tmp_path: Path) -> None:
+    args = (
+        "--synthetic",
+        SPEC,
+        "--machine",
+        "plafrim",
+        "--nodes",
+        "4",
+        "--ppc",
+        "2",
+        "--strategy",
+        "birdshot",
+        "--json",
+        "--no-figures",
+    )
+    first = json.loads(invoke(app, *args).stdout)
+    second = json.loads(invoke(app, *args).stdout)
+    assert first == second
+
+
+def test_table_and_timeline(app: typer.Typer, tmp_path: Path) -> None:
+    timeline = tmp_path / "run.json"
+    result = invoke(
+        app,
+        "--synthetic",
+        SPEC,
+        "--machine",
+        "ec2-c4.8xlarge",
+        "--nodes",
+        "3",
+        "--strategy",
+        "geometric,birdshot",
+        "--ppc",
+        "1,2",
+        "--timeline",
+        str(timeline),
+        "--timeline-run",
+        "birdshot:2",
+        "--timeline-steps",
+        "1:3",
+        "--out-dir",
+        str(tmp_path),
+    )
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "birdshot" in text and "LIF" in text
+    assert "faster than geometric at 1 per core" in text
+    doc = json.loads(timeline.read_text())
+    assert doc["otherData"]["strategy"] == "birdshot"
+    assert doc["otherData"]["partitions"] == 3 * 18 * 2
+    tasks = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert {e["args"]["step"] for e in tasks} == {1, 2}
+
+
+def test_trace_file_is_coarsened_to_the_ppc(app: typer.Typer, tmp_path: Path) -> None:
+    trace = tmp_path / "run.h5"
+    save_workload(trace, synthetic_workload("uniform:parts=36x24,steps=3,cells=2"))
+    ok = invoke(
+        app,
+        "--trace",
+        str(trace),
+        "--machine",
+        "ec2-c4.8xlarge",
+        "--nodes",
+        "4",
+        "--ppc",
+        "1,3",
+        "--steps",
+        "1:3",
+        "--json",
+        "--no-figures",
+    )
+    assert ok.exit_code == 0, ok.output
+    runs = json.loads(ok.stdout)["runs"]
+    assert [r["parts"] for r in runs] == [72, 72, 216, 216]
+    assert all(r["steps"] == 2 for r in runs)
+    too_many = invoke(
+        app,
+        "--trace",
+        str(trace),
+        "--machine",
+        "ec2-c4.8xlarge",
+        "--nodes",
+        "4",
+        "--ppc",
+        "16",
+        "--json",
+    )
+    assert isinstance(too_many.exception, InputError)
+    assert "needs 1152 partitions but the trace has 864" in str(too_many.exception)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("--machine", "ec2-c4.8xlarge"), "exactly one"),
+        (
+            ("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--strategy", "bogus"),
+            "unknown strategy 'bogus'",
+        ),
+        (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--ppc", "0"), "--ppc"),
+        (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--ppc", "two"), "--ppc"),
+        (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--steps", "3:1"), "--steps"),
+        (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--sync", "often"), "--sync"),
+        (
+            ("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--collective", "ring"),
+            "--collective",
+        ),
+        (
+            ("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--task-overhead", "-1"),
+            "task overhead",
+        ),
+        (("--synthetic", SPEC, "--machine", "nowhere"), "unknown preset"),
+        (
+            (
+                "--synthetic",
+                SPEC,
+                "--machine",
+                "ec2-c4.8xlarge",
+                "--timeline",
+                "x.json",
+                "--timeline-run",
+                "birdshot:9",
+            ),
+            "--timeline-run",
+        ),
+    ],
+)
+def test_bad_input_is_an_input_error(app: typer.Typer, args: tuple[str, ...], match: str) -> None:
+    result = invoke(app, *args, "--no-figures")
+    assert isinstance(result.exception, InputError), result.output
+    assert match in str(result.exception)
+
+
+def test_help_teaches_the_model(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["simulate", "--help"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    for phrase in (
+        "first in, first out",
+        "latency + bytes / bandwidth",
+        "node contention",
+        "Partitions per core",
+        "LIF",
+        "hidden",
+    ):
+        assert phrase in text
+
+
+def test_synthetic_help_lists_the_kinds(app: typer.Typer) -> None:
+    result = invoke(app, "--synthetic", "help", "--machine", "cm5")
+    assert result.exit_code == 0 and "dambreak" in result.stdout
+
+
+def test_reactive_strategy_runs_from_the_command_line(app: typer.Typer) -> None:
+    result = invoke(
+        app,
+        "--synthetic",
+        "dambreak:parts=16x8,cells=8,steps=35,cell_cost=1e-5",
+        "--machine",
+        "ec2-c4.8xlarge",
+        "--nodes",
+        "4",
+        "--strategy",
+        "reactive",
+        "--ppc",
+        "2",
+        "--json",
+        "--no-figures",
+    )
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)["runs"][0]
+    assert run["strategy"] == "reactive"
+    assert np.isfinite(run["total_time"])
