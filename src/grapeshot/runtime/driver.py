@@ -43,6 +43,9 @@ class RunOutcome:
         The placement at the end (differs after a migration).
     halo_bytes
         ``{(src, dst): bytes}`` over the run.
+    messages
+        Columns over every inter-rank message: ``src``, ``dst`` (ranks), ``bytes``,
+        ``seconds`` from the send being posted to the receive completing.
     fields
         Final output fields over the whole domain.
     """
@@ -54,6 +57,7 @@ class RunOutcome:
     node_of_final: np.ndarray
     halo_bytes: dict[tuple[int, int], int]
     fields: dict[str, np.ndarray]
+    messages: dict[str, np.ndarray]
 
 
 def place_on_ranks(program: Program, strategy: str, seed: int, ranks: int, threads: int):
@@ -229,6 +233,7 @@ def _portable(program: Program, r: RankResult) -> dict[str, Any]:
         "messages": r.messages,
         "time": r.time,
         "halo_bytes": r.halo_bytes,
+        "message_log": r.message_log,
         "outputs": {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()},
     }
 
@@ -256,6 +261,7 @@ def _outcome(
     halo: dict[tuple[int, int], int] = {}
     outputs: dict[int, dict[str, np.ndarray]] = {}
     walls = np.zeros(ranks)
+    log: list[tuple[int, int, int, float]] = []
     offset = 0.0
     for seg in range(segments):
         seg_wall = max(g[seg]["wall"] for g in gathered)
@@ -273,6 +279,8 @@ def _outcome(
             first_step = 0 if seg == 0 else steps - len(next(iter(r["work"].values()), []))
             for p, w in r["work"].items():
                 work[first_step : first_step + len(w), p] = w
+            for src, nbytes, seconds in r["message_log"]:
+                log.append((src, r["rank"], nbytes, seconds))
             for pair, b in r["halo_bytes"].items():
                 halo[pair] = halo.get(pair, 0) + b
             if seg == segments - 1:
@@ -308,6 +316,20 @@ def _outcome(
         else None,
         "fields_digest": fields_digest(fields),
     }
+    columns_log = np.asarray(log, dtype=np.float64).reshape(-1, 4)
+    messages = {
+        "src": columns_log[:, 0].astype(np.int64),
+        "dst": columns_log[:, 1].astype(np.int64),
+        "bytes": columns_log[:, 2].astype(np.int64),
+        "seconds": columns_log[:, 3],
+    }
     return RunOutcome(
-        summary, tasks, work, np.asarray(node_of), np.asarray(final_node_of), halo, fields
+        summary,
+        tasks,
+        work,
+        np.asarray(node_of),
+        np.asarray(final_node_of),
+        halo,
+        fields,
+        messages,
     )

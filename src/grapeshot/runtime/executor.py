@@ -13,6 +13,7 @@ only carries out its actions.
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import sys
 import threading
@@ -72,6 +73,9 @@ class RankResult:
     messages: int
     time: float
     halo_bytes: dict[tuple[int, int], int]
+    #: ``(source rank, bytes, seconds from send posted to receive complete)`` per message
+    #: this rank received.
+    message_log: list[tuple[int, int, float]] = field(default_factory=list)
 
 
 class TaskFailed(RuntimeError):
@@ -208,6 +212,7 @@ class _Runner:
         self.bytes_sent = 0
         self.messages = 0
         self.halo_bytes: dict[tuple[int, int], int] = {}
+        self.message_log: list[tuple[int, int, float]] = []
         self.done_q: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self.in_flight = 0
         self.steps_done: dict[int, int] = {}
@@ -258,6 +263,7 @@ class _Runner:
             self.messages,
             final.time + self.program.advance(final),
             self.halo_bytes,
+            self.message_log,
         )
 
     def waiting(self) -> str:
@@ -320,6 +326,7 @@ class _Runner:
         dest = int(self.node_of[env.part])
         if dest == self.rank:
             return self.file(env, payload)
+        env = dataclasses.replace(env, sent_ns=int((time.perf_counter() - self.t0) * 1e9))
         raw = encode(env, payload)
         self.sends.append((self.data.Isend(raw, dest=dest, tag=_DATA_TAG), raw))
         self.bytes_sent += raw.nbytes
@@ -442,8 +449,13 @@ class _Runner:
         status = MPI.Status()
         while self.data.Iprobe(source=MPI.ANY_SOURCE, tag=_DATA_TAG, status=status):
             raw = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
-            self.data.Recv(raw, source=status.Get_source(), tag=_DATA_TAG)
+            source = status.Get_source()
+            self.data.Recv(raw, source=source, tag=_DATA_TAG)
             env, payload = decode(raw)
+            # Send posted to receive complete, on clocks the start barrier aligned: what the
+            # simulator's network model is calibrated on.
+            now = time.perf_counter() - self.t0
+            self.message_log.append((source, raw.nbytes, now - env.sent_ns * 1e-9))
             self.handle(self.file(env, payload))
             progressed = True
         if self.sends:

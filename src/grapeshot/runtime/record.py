@@ -9,6 +9,8 @@ trace, plus a ``run`` group:
   since the run's start; ``wait`` is the time between a task's own inputs being ready and
   its last neighbour's halo arriving (time spent waiting on messages).
 - ``run/ranks/{busy,idle}``: per rank, seconds (busy = kernel time summed over threads).
+- ``run/messages/{src,dst,bytes,seconds}``: one row per inter-rank message, with the seconds
+  from its send being posted to its receive completing (what the simulator calibrates on).
 - ``run/node_of``, ``run/node_of_final``: the rank of each partition at start and end.
 - ``run`` attributes: the JSON summary's scalars.
 """
@@ -65,6 +67,9 @@ def write_run_record(path: str | os.PathLike[str], program: Program, outcome: Ru
             ranks = run.create_group("ranks")
             ranks.create_dataset("busy", data=np.asarray(outcome.summary["busy"]))
             ranks.create_dataset("idle", data=np.asarray(outcome.summary["idle"]))
+            messages = run.create_group("messages")
+            for key, col in outcome.messages.items():
+                messages.create_dataset(key, data=col)
             run.create_dataset("node_of", data=outcome.node_of)
             run.create_dataset("node_of_final", data=outcome.node_of_final)
             for key, value in outcome.summary.items():

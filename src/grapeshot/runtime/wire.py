@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 HALO, MIGRANTS = 1, 2
-_HEADER = 12  # int64 words
-_MAX_NDIM = _HEADER - 8
+_HEADER = 13  # int64 words: 8 of envelope, 4 of shape, the send time
+_MAX_NDIM = 4
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class Envelope:
     part: int
     slot: int
     present: bool
+    #: When the sender posted it: nanoseconds on the run's clock (ranks start it together).
+    sent_ns: int = 0
 
 
 def encode(env: Envelope, payload: np.ndarray | None) -> np.ndarray:
@@ -46,6 +48,7 @@ def encode(env: Envelope, payload: np.ndarray | None) -> np.ndarray:
         arr.ndim,
     )
     header[8 : 8 + arr.ndim] = arr.shape
+    header[12] = env.sent_ns
     return np.concatenate([header.view(np.uint8), arr.reshape(-1).view(np.uint8)])
 
 
@@ -53,7 +56,7 @@ def decode(raw: np.ndarray) -> tuple[Envelope, np.ndarray | None]:
     """Inverse of :func:`encode`."""
     header = raw[: _HEADER * 8].view(np.int64)
     kind, step, phase, part, slot, present, char, ndim = (int(x) for x in header[:8])
-    env = Envelope(kind, step, phase, part, slot, bool(present))
+    env = Envelope(kind, step, phase, part, slot, bool(present), int(header[12]))
     if not present:
         return env, None
     shape = tuple(int(x) for x in header[8 : 8 + ndim])

@@ -180,3 +180,36 @@ def fit_calibration(
     latency, bandwidth, m_rms = fit_network(message_bytes, message_seconds)
     overhead, scale, t_rms = fit_tasks(task_cost, task_seconds)
     return Calibration(latency, bandwidth, overhead, scale, m_rms, t_rms)
+
+
+def calibration_from_record(path: str) -> Calibration:
+    """Fit the simulator to a run record of the real runtime (``grapeshot run --record``).
+
+    Messages: every inter-rank message in ``run/messages`` (bytes, seconds from the send
+    being posted to the receive completing). Tasks: the work count of each partition in each
+    step (``work``) against its measured kernel seconds in that step (``cost``), so the
+    fitted scale converts the app's work units to seconds and the overhead is per partition
+    per step. Errors name the file and the dataset.
+    """
+    import h5py
+
+    from grapeshot.model.workload_file import load_workload
+
+    workload = load_workload(path)
+    if workload.work is None:
+        raise InputError(f"{path}: dataset 'work'", "missing", "a run record of grapeshot run")
+    with h5py.File(path, "r") as f:
+        if "run/messages/bytes" not in f:
+            raise InputError(
+                f"{path}: dataset 'run/messages/bytes'",
+                "missing",
+                "a run record of grapeshot run on two ranks or more",
+            )
+        message_bytes = f["run/messages/bytes"][()].astype(np.float64)
+        message_seconds = f["run/messages/seconds"][()]
+    return fit_calibration(
+        message_bytes,
+        message_seconds,
+        workload.work.reshape(-1).astype(np.float64),
+        workload.cost.reshape(-1),
+    )
