@@ -15,6 +15,7 @@ from grapeshot.model.placement import placement_metrics, save_placement
 from grapeshot.model.source import open_workload
 from grapeshot.model.synthetic import describe_kinds
 from grapeshot.place import STATIC_STRATEGIES, place
+from grapeshot.report.figures import node_load_figure, save_figure
 
 
 def place_command(
@@ -49,6 +50,10 @@ def place_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the placement (JSON) here, atomically.")
     ] = None,
+    figure: Annotated[
+        Path | None,
+        typer.Option("--figure", help="Write a PNG/SVG of per-node load per step and LIF."),
+    ] = None,
     full: Annotated[bool, typer.Option("--full", help="Include node_of in --json.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
@@ -81,6 +86,14 @@ def place_command(
     }
     if out is not None:
         save_placement(out, placement, metrics=summary)
+    if figure is not None:
+        fig = node_load_figure(
+            {strategy: metrics.node_load},
+            {strategy: metrics.lif},
+            title=f"{wl.app} {wl.scene}: {wl.n_parts} partitions on {m.nodes} × {m.name}",
+            units=wl.units,
+        )
+        save_figure(fig, figure)
     if as_json:
         emit_json({**summary, **({"node_of": placement.node_of} if full else {})})
         return
@@ -97,8 +110,9 @@ def place_command(
     table.add_row("halo bytes cut per step", f"{metrics.bytes_cut:,} ({share:.1%} of all)")
     table.add_row("neighbour nodes per node", f"{np.mean(metrics.neighbour_nodes):.1f} mean")
     console.print(table)
-    if out is not None:
-        console.print(f"placement written to {out}")
+    for label, path in (("placement", out), ("figure", figure)):
+        if path is not None:
+            console.print(f"{label} written to {path}")
 
 
 def register(app: typer.Typer) -> None:

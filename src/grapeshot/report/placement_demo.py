@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from grapeshot.model.machine import Machine
 from grapeshot.model.machine_file import load_machine
@@ -17,7 +16,6 @@ from grapeshot.model.placement import PlacementMetrics, placement_metrics
 from grapeshot.model.synthetic import synthetic_workload
 from grapeshot.model.workload import Workload
 from grapeshot.place import place
-from grapeshot.report.figures import node_load_figure, save_figure
 from grapeshot.theory.lif import expected_lif
 
 
@@ -31,7 +29,6 @@ class DemoResult:
     metrics: dict[str, PlacementMetrics]
     busy_fraction: float
     predicted_lif: float
-    figure: Path
 
 
 def square_grid(parts: int) -> tuple[int, int]:
@@ -43,7 +40,6 @@ def square_grid(parts: int) -> tuple[int, int]:
 
 
 def run_demo(
-    out_dir: Path,
     *,
     machine: str = "ec2-c4.8xlarge",
     nodes: int = 32,
@@ -51,7 +47,7 @@ def run_demo(
     steps: int = 200,
     seed: int = 1,
 ) -> DemoResult:
-    """Place the synthetic dam break with geometric and Birdshot; write the figure."""
+    """Place the synthetic dam break with geometric and Birdshot and measure both."""
     m = load_machine(machine, nodes)
     px, py = square_grid(m.total_cores * parts_per_core)
     workload = synthetic_workload(f"dambreak:parts={px}x{py},steps={steps}")
@@ -62,14 +58,4 @@ def run_demo(
     busy = float((workload.cost > 0).mean())
     parts_per_node = workload.n_parts // m.nodes
     predicted = expected_lif(m.nodes, parts_per_node, busy, model="fixed-count", seed=seed).mean
-    fig = node_load_figure(
-        {name: mt.node_load for name, mt in metrics.items()},
-        {name: mt.lif for name, mt in metrics.items()},
-        title=(
-            f"synthetic dam break, {workload.n_parts} partitions on {m.nodes} × {m.name} "
-            f"({parts_per_core} per core)"
-        ),
-        units=workload.units,
-    )
-    figure = save_figure(fig, out_dir / "demo-node-load.png")
-    return DemoResult(m, workload, parts_per_core, metrics, busy, predicted, figure)
+    return DemoResult(m, workload, parts_per_core, metrics, busy, predicted)
