@@ -13,7 +13,6 @@ only carries out its actions.
 
 from __future__ import annotations
 
-import dataclasses
 import queue
 import sys
 import threading
@@ -32,6 +31,10 @@ from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import HALO, MIGRANTS, Envelope, decode, encode
 
 _DATA_TAG = 11
+#: Seconds the main thread waits for a worker when all of them are busy, and naps between
+#: network polls when some are idle.
+_SATURATED_WAIT = 0.05
+_IDLE_NAP = 2e-4
 
 
 @dataclass
@@ -213,6 +216,7 @@ class _Runner:
         self.messages = 0
         self.halo_bytes: dict[tuple[int, int], int] = {}
         self.message_log: list[tuple[int, int, float]] = []
+        self.outbox: dict[int, list[tuple[Envelope, np.ndarray | None]]] = {}
         self.done_q: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self.in_flight = 0
         self.steps_done: dict[int, int] = {}
@@ -242,12 +246,15 @@ class _Runner:
             while not self.schedule.done or self.in_flight:
                 progressed = self.dispatch()
                 progressed |= self.poll_network()
-                progressed |= self.collect(block=not progressed)
+                self.flush()
+                saturated = self.in_flight >= self.threads
+                progressed |= self.collect(block=saturated or not progressed)
                 now = time.perf_counter()
                 if progressed:
                     last_progress = now
                 elif now - last_progress > self.timeout:
                     self.abort(f"no progress for {self.timeout:g} s; {self.waiting()}")
+            self.flush()
             self.finish_sends()
         end_step = self.start_step + self.steps
         final = self.context(end_step - 1)
@@ -326,12 +333,21 @@ class _Runner:
         dest = int(self.node_of[env.part])
         if dest == self.rank:
             return self.file(env, payload)
-        env = dataclasses.replace(env, sent_ns=int((time.perf_counter() - self.t0) * 1e9))
-        raw = encode(env, payload)
-        self.sends.append((self.data.Isend(raw, dest=dest, tag=_DATA_TAG), raw))
-        self.bytes_sent += raw.nbytes
-        self.messages += 1
+        # Batched per destination until the end of this turn of the main loop (flush).
+        self.outbox.setdefault(dest, []).append((env, payload))
         return []
+
+    def flush(self) -> None:
+        """Send every batched buffer: one MPI message per destination rank."""
+        if not self.outbox:
+            return
+        sent_ns = time.time_ns()
+        for dest, items in self.outbox.items():
+            raw = encode(items, sent_ns)
+            self.sends.append((self.data.Isend(raw, dest=dest, tag=_DATA_TAG), raw))
+            self.bytes_sent += raw.nbytes
+            self.messages += 1
+        self.outbox.clear()
 
     def file(self, env: Envelope, payload: np.ndarray | None) -> list:
         key = (env.part, env.step, env.phase)
@@ -342,7 +358,7 @@ class _Runner:
         return self.schedule.migrants_arrived(*key)
 
     def reduce(self, action: Reduce) -> list:
-        self.finish_sends(wait=False)
+        self.flush()  # other ranks may need these to reach the collective
         phase = self.program.phases[action.phase]
         local = self.values.pop((action.step, action.phase), {})
         value = ordered_allreduce(
@@ -397,13 +413,15 @@ class _Runner:
     def collect(self, *, block: bool) -> bool:
         progressed = False
         while True:
+            # The cores belong to the kernels: with every worker busy, nothing this thread
+            # could receive would start sooner, so sleep until a worker is done; with some
+            # busy, nap briefly between polls of the network; with none busy, the cores are
+            # idle and waiting on a message: poll again at once.
+            timeout = None
+            if block and not progressed and self.in_flight:
+                timeout = _SATURATED_WAIT if self.in_flight >= self.threads else _IDLE_NAP
             try:
-                # Sleep briefly when idle rather than spin: the cores belong to the kernels.
-                done = (
-                    self.done_q.get(timeout=2e-4)
-                    if block and not progressed
-                    else (self.done_q.get_nowait())
-                )
+                done = self.done_q.get(timeout=timeout) if timeout else self.done_q.get_nowait()
             except queue.Empty:
                 return progressed
             progressed = True
@@ -451,12 +469,13 @@ class _Runner:
             raw = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
             source = status.Get_source()
             self.data.Recv(raw, source=source, tag=_DATA_TAG)
-            env, payload = decode(raw)
-            # Send posted to receive complete, on clocks the start barrier aligned: what the
-            # simulator's network model is calibrated on.
-            now = time.perf_counter() - self.t0
-            self.message_log.append((source, raw.nbytes, now - env.sent_ns * 1e-9))
-            self.handle(self.file(env, payload))
+            items = decode(raw)
+            # Send posted to receive complete, on the system clock (shared by the ranks of a
+            # node, NTP-aligned across nodes): what the simulator's network is calibrated on.
+            seconds = (time.time_ns() - items[0][0].sent_ns) * 1e-9
+            self.message_log.append((source, raw.nbytes, seconds))
+            for env, payload in items:
+                self.handle(self.file(env, payload))
             progressed = True
         if self.sends:
             self.finish_sends(wait=False)

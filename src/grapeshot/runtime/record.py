@@ -9,8 +9,10 @@ trace, plus a ``run`` group:
   since the run's start; ``wait`` is the time between a task's own inputs being ready and
   its last neighbour's halo arriving (time spent waiting on messages).
 - ``run/ranks/{busy,idle}``: per rank, seconds (busy = kernel time summed over threads).
-- ``run/messages/{src,dst,bytes,seconds}``: one row per inter-rank message, with the seconds
-  from its send being posted to its receive completing (what the simulator calibrates on).
+- ``run/messages/{src,dst,bytes,seconds}``: one row per inter-rank MPI message (the runtime
+  batches the buffers ready for one rank into one message), with the seconds from its send
+  being posted to its receive completing on the ranks' system clocks (what the simulator
+  calibrates on).
 - ``run/node_of``, ``run/node_of_final``: the rank of each partition at start and end.
 - ``run`` attributes: the JSON summary's scalars.
 """

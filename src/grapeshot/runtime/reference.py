@@ -53,7 +53,7 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                 env = Envelope(
                     kind, step, phase, q, slot_of[tuple(-o for o in offset)], payload is not None
                 )
-                raw = encode(env, payload)
+                raw = encode([(env, payload)], 0)
                 requests.append((data.Isend(raw, dest=q, tag=_TAG), raw))
                 sent[0] += raw.nbytes
                 sent[1] += 1
@@ -65,7 +65,7 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                 data.Probe(source=q, tag=_TAG, status=status)
                 raw = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
                 data.Recv(raw, source=q, tag=_TAG)
-                env, payload = decode(raw)
+                ((env, payload),) = decode(raw)
                 got[env.slot] = payload
             MPI.Request.Waitall([r for r, _ in requests])
             return [got[s] for s in sorted(got)]

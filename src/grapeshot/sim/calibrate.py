@@ -186,10 +186,12 @@ def calibration_from_record(path: str) -> Calibration:
     """Fit the simulator to a run record of the real runtime (``grapeshot run --record``).
 
     Messages: every inter-rank message in ``run/messages`` (bytes, seconds from the send
-    being posted to the receive completing). Tasks: the work count of each partition in each
-    step (``work``) against its measured kernel seconds in that step (``cost``), so the
-    fitted scale converts the app's work units to seconds and the overhead is per partition
-    per step. Errors name the file and the dataset.
+    being posted to the receive completing, on the ranks' system clocks; messages whose time
+    is not positive, which only clock skew between nodes produces, are left out). Tasks: the
+    work count of each partition in each step (``work``) against its measured kernel
+    seconds in that step (``cost``), so the fitted scale converts the app's work units to
+    seconds and the overhead is per partition per step. Errors name the file and the
+    dataset.
     """
     import h5py
 
@@ -207,6 +209,10 @@ def calibration_from_record(path: str) -> Calibration:
             )
         message_bytes = f["run/messages/bytes"][()].astype(np.float64)
         message_seconds = f["run/messages/seconds"][()]
+    # One-way times come from two ranks' system clocks; between nodes whose clocks drift
+    # apart a message can appear to arrive before it left. Those carry no information.
+    valid = message_seconds > 0
+    message_bytes, message_seconds = message_bytes[valid], message_seconds[valid]
     return fit_calibration(
         message_bytes,
         message_seconds,
