@@ -24,7 +24,7 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from grapeshot.model.program import Exchange, Phase, Program
+from grapeshot.model.program import Exchange, Phase, Program, Reduction
 from grapeshot.runtime.driver import run_program
 
 REPEATS = 5
@@ -34,16 +34,25 @@ def _nothing(block, box, ctx):
     return None
 
 
+def _one(block, box, ctx):
+    return 1.0
+
+
 class Empty(Program):
-    """Kernels that do nothing; with ``exchange``, every phase swaps a one-cell halo."""
+    """Kernels that do nothing; with ``exchange``, every phase swaps a one-cell halo; with
+    ``reduce``, every phase ends in a global sum instead."""
 
     name = "empty"
 
-    def __init__(self, parts: tuple[int, int], exchange: bool, phases: int = 4) -> None:
+    def __init__(
+        self, parts: tuple[int, int], exchange: bool, phases: int = 4, reduce: bool = False
+    ) -> None:
         self.parts_shape = parts
         self.domain_shape = (parts[0] * 2, parts[1] * 2)
         ex = Exchange(("u",), 1) if exchange else None
-        self.phases = tuple(Phase(f"p{i}", _nothing, exchange=ex) for i in range(phases))
+        red = Reduction("x", "sum") if reduce else None
+        kernel = _one if reduce else _nothing
+        self.phases = tuple(Phase(f"p{i}", kernel, exchange=ex, reduce=red) for i in range(phases))
 
     def init_block(self, box):
         return {"u": np.zeros(box.padded_shape)}
@@ -94,12 +103,13 @@ class Balanced(Program):
         return {"u": block["u"][box.interior()].copy()}
 
 
-def _wall(program: Program, steps: int, executor: str, comm) -> float:
+def _wall(program: Program, steps: int, executor: str, comm, reduction: str = "mpi") -> float:
     comm.Barrier()
     t0 = time.perf_counter()
     run_program(
-        program, steps=steps, strategy="geometric", seed=0, comm=comm, threads=1, executor=executor
-    )
+        program, steps=steps, strategy="geometric", seed=0, comm=comm, threads=1,
+        executor=executor, reduction=reduction,
+    )  # fmt: skip
     return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
 
 
@@ -134,6 +144,19 @@ def main() -> None:
         f"  per halo buffer (pack, move, unpack; local and remote): "
         f"{(with_ex - no_ex) / per_rank_msgs * 1e6:8.1f} us"
     )
+
+    say(f"global reductions (ordered sums of {parts[0] * parts[1]} values), per reduction:")
+    for algorithm in ("mpi", "linear", "binomial"):
+        best = np.inf
+        for _ in range(3):
+            outcome = run_program(
+                Empty(parts, False, reduce=True), steps=steps, strategy="geometric", seed=0,
+                comm=comm, threads=1, reduction=algorithm,
+            )  # fmt: skip
+            if outcome is not None:
+                s = outcome.summary
+                best = min(best, max(s["reduce_seconds"]) / s["reductions"])
+        say(f"  {algorithm:<9} {best * 1e6:8.1f} us")
 
     balanced = Balanced((size, 1))
     task_times, ref_times = [], []

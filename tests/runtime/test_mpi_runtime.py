@@ -74,3 +74,13 @@ def test_failing_kernel_ends_the_run_with_a_message() -> None:
     assert proc.returncode != 0
     assert "partition 3, step 2, phase 'diffuse' failed" in proc.stderr
     assert "the kernel blew up" in proc.stderr
+
+
+def test_a_rank_that_dies_ends_the_run_without_a_hang() -> None:
+    proc = run_mpi(
+        2,
+        ["-m", "tests.runtime.mpi_toys", "dying", "task", "cyclic", "1", "mpi", "none"],
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode != 0

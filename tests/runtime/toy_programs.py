@@ -143,3 +143,16 @@ class Failing(Heat):
         if box.part == 3 and ctx.step == 2:
             raise FloatingPointError("the kernel blew up")
         super()._step(block, box, ctx)
+
+
+class Dying(Heat):
+    """Heat whose rank owning partition 3 dies (exits without a word) at step 2."""
+
+    name = "dying"
+
+    def _step(self, block, box, ctx):
+        if box.part == 3 and ctx.step == 2:
+            import os
+
+            os._exit(7)
+        super()._step(block, box, ctx)

@@ -234,6 +234,8 @@ def _portable(program: Program, r: RankResult) -> dict[str, Any]:
         "time": r.time,
         "halo_bytes": r.halo_bytes,
         "message_log": r.message_log,
+        "reduce_seconds": r.reduce_seconds,
+        "reductions": r.reductions,
         "outputs": {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()},
     }
 
@@ -308,6 +310,10 @@ def _outcome(
         "bytes_sent": int(sum(g[s]["bytes_sent"] for g in gathered for s in range(segments))),
         "messages": int(sum(g[s]["messages"] for g in gathered for s in range(segments))),
         "bytes_migrated": int(migrated_bytes),
+        "reduce_seconds": [
+            float(sum(g[s]["reduce_seconds"] for s in range(segments))) for g in gathered
+        ],
+        "reductions": int(sum(gathered[0][s]["reductions"] for s in range(segments))),
         "simulated_time": float(gathered[0][-1]["time"]),
         "work_per_rank": np.bincount(
             np.asarray(final_node_of), weights=work.sum(axis=0), minlength=ranks

@@ -79,6 +79,9 @@ class RankResult:
     #: ``(source rank, bytes, seconds from send posted to receive complete)`` per message
     #: this rank received.
     message_log: list[tuple[int, int, float]] = field(default_factory=list)
+    #: Seconds spent in global reductions, and how many there were.
+    reduce_seconds: float = 0.0
+    reductions: int = 0
 
 
 class TaskFailed(RuntimeError):
@@ -217,6 +220,8 @@ class _Runner:
         self.halo_bytes: dict[tuple[int, int], int] = {}
         self.message_log: list[tuple[int, int, float]] = []
         self.outbox: dict[int, list[tuple[Envelope, np.ndarray | None]]] = {}
+        self.reduce_seconds = 0.0
+        self.reductions = 0
         self.done_q: queue.SimpleQueue[_Done] = queue.SimpleQueue()
         self.in_flight = 0
         self.steps_done: dict[int, int] = {}
@@ -271,6 +276,8 @@ class _Runner:
             final.time + self.program.advance(final),
             self.halo_bytes,
             self.message_log,
+            self.reduce_seconds,
+            self.reductions,
         )
 
     def waiting(self) -> str:
@@ -361,6 +368,7 @@ class _Runner:
         self.flush()  # other ranks may need these to reach the collective
         phase = self.program.phases[action.phase]
         local = self.values.pop((action.step, action.phase), {})
+        t0 = time.perf_counter()
         value = ordered_allreduce(
             local,
             phase.reduce.combine,
@@ -368,6 +376,8 @@ class _Runner:
             algorithm=self.reduction,
             op=phase.reduce.op,
         )
+        self.reduce_seconds += time.perf_counter() - t0
+        self.reductions += 1
         self.context(action.step).values[phase.reduce.name] = value
         return self.schedule.reduction_done(action.step, action.phase)
 
