@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_positive_number
 from grapeshot.model.program import (
     Block,
     Box,
@@ -711,16 +711,6 @@ def _check_cells(scene: str, cells: int | tuple[int, ...] | None) -> tuple[int, 
     return (int(cells[0]), int(cells[1]))
 
 
-def _check_positive(value: float, where: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(where, f"got {value!r}", "a positive number") from None
-    if not (math.isfinite(x) and x > 0.0):
-        raise InputError(where, f"got {value!r}", "a positive finite number")
-    return x
-
-
 def make_program(
     scene: str,
     parts: tuple[int, ...],
@@ -759,8 +749,8 @@ def make_program(
     as_generator(seed)
     parts_shape = _check_parts(parts)
     shape = _check_cells(scene, cells)
-    cfl = _check_positive(cfl, "cfl")
-    h_dry = SCENE_SETUP[scene].h_dry if h_dry is None else _check_positive(h_dry, "h_dry")
+    cfl = check_positive_number(cfl, "cfl")
+    h_dry = SCENE_SETUP[scene].h_dry if h_dry is None else check_positive_number(h_dry, "h_dry")
     if h_dry >= 0.01:
         raise InputError("h_dry", f"got {h_dry!r} m", "a dry threshold below 0.01 m")
     config = SweConfig(scene, shape, cfl=cfl, h_dry=h_dry)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_positive_number
 from grapeshot.model.program import (
     Block,
     Box,
@@ -473,16 +473,6 @@ def _ints(values: tuple[int, ...], where: str, minimum: int) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def _positive(value: float, where: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(where, f"got {value!r}", "a positive number") from None
-    if not (math.isfinite(x) and x > 0.0):
-        raise InputError(where, f"got {value!r}", "a positive finite number")
-    return x
-
-
 def make_program(
     scene: str,
     parts: tuple[int, ...],
@@ -545,10 +535,10 @@ def make_program(
                 "--cells", f"got {len(shape)} values for {d}-D parts", f"{d} values like --parts"
             )
         shape = _ints(shape, "--cells", MIN_CELLS)
-    cfl = _positive(cfl, "cfl")
-    band = _positive(band, "band")
-    radius = _positive(radius, "radius")
-    speed = _positive(speed, "speed")
+    cfl = check_positive_number(cfl, "cfl")
+    band = check_positive_number(band, "band")
+    radius = check_positive_number(radius, "radius")
+    speed = check_positive_number(speed, "speed")
     if band < 1.0:
         raise InputError("band", f"got {band!r} zones", "at least 1 zone")
     if radius < 1.0:

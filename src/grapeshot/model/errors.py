@@ -56,3 +56,14 @@ def check_probability(value: float, where: str, *, allow_zero: bool = False) -> 
     if not ok:
         raise InputError(where, f"got {value!r}", f"a number in {lo}, 1]")
     return x
+
+
+def check_positive_number(value: float, where: str) -> float:
+    """Return ``value`` as a float if it is a finite number ``> 0``, else raise InputError."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(where, f"got {value!r}", "a positive number") from None
+    if not (np.isfinite(x) and x > 0.0):
+        raise InputError(where, f"got {value!r}", "a positive finite number")
+    return x
