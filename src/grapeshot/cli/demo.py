@@ -105,13 +105,19 @@ def demo_command(
         "figure 9 reports 2.0-3.3× on its workloads)."
     )
     console.print(f"figure written to {result.figure}")
-    console.print(
-        "next: grapeshot lif --nodes 32 --parts-per-node 72 --busy 0.3 · "
-        "grapeshot simulate --synthetic dambreak:parts=48x48 --machine ec2-c4.8xlarge "
-        "--nodes 32 --strategy geometric,birdshot --ppc 1,2,4,8 · "
-        "mpiexec -n 2 grapeshot run sph --scene two-way-dambreak --parts 8,8 --steps 50 · "
-        "grapeshot trace swe --scene drop --parts 8,8 --steps 100 --out drop.h5 --snapshot snaps"
-    )
+    console.print("next:")
+    for command in NEXT_COMMANDS:
+        console.print(f"  {command}", highlight=False, soft_wrap=True)
+
+
+#: What to try after the demo.
+NEXT_COMMANDS = (
+    "grapeshot lif --nodes 32 --parts-per-node 72 --busy 0.3",
+    "grapeshot simulate --synthetic dambreak:parts=48x48 --machine ec2-c4.8xlarge --nodes 32 "
+    "--strategy geometric,birdshot --ppc 1,2,4,8",
+    "mpiexec -n 2 grapeshot run sph --scene two-way-dambreak --parts 8,8 --steps 50",
+    "grapeshot trace swe --scene drop --parts 8,8 --steps 100 --out drop.h5 --snapshot snaps",
+)
 
 
 def register(app: typer.Typer) -> None:
