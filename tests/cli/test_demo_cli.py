@@ -29,3 +29,6 @@ def test_demo_runs_the_whole_slice(capsys, tmp_path) -> None:
     figure = tmp_path / "demo.png"
     assert data["figure"] == str(figure)
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    node_load = tmp_path / "placement-node-load.png"
+    assert data["placement_figure"] == str(node_load)
+    assert node_load.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -57,6 +57,7 @@ def demo_command(
                 "sim_speedup_birdshot_best_vs_geometric_ppc1": speedup,
                 "sim_best_ppc_birdshot": best_ppc,
                 "figure": str(result.figure),
+                "placement_figure": str(result.node_load_figure),
             }
         )
         return
@@ -105,6 +106,7 @@ def demo_command(
         "figure 9 reports 2.0-3.3× on its workloads)."
     )
     console.print(f"figure written to {result.figure}")
+    console.print(f"per-node load of the placement part written to {result.node_load_figure}")
     console.print("next:")
     for command in NEXT_COMMANDS:
         console.print(f"  {command}", highlight=False, soft_wrap=True)

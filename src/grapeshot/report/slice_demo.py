@@ -10,7 +10,8 @@
    ``ec2-c4.8xlarge`` for both strategies at 1, 2, 4 and 8 partitions per core, with the
    seconds per wet cell and the per-task overhead fitted from the real Birdshot run's record.
 
-Each part's numbers go into one table (printed by ``grapeshot demo``) and one figure.
+Each part's numbers go into one table (printed by ``grapeshot demo``) and one figure; the
+placement part also gets a figure of its own: per-node load over time for both strategies.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 from grapeshot.model.errors import GrapeshotError
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.workload import Workload, grid_halo
-from grapeshot.report.figures import plt, save_figure
+from grapeshot.report.figures import node_load_figure, plt, save_figure
 from grapeshot.report.placement_demo import DemoResult, run_demo
 
 #: Cells (x, y) of the dam break run for real on two ranks.
@@ -55,6 +56,8 @@ class SliceResult:
     calibration: Any
     sim: dict[str, dict[int, dict[str, Any]]]
     figure: Path
+    #: Per-node load per step of the placement part, geometric and Birdshot.
+    node_load_figure: Path
 
 
 def _mpiexec() -> str:
@@ -182,6 +185,19 @@ def run_slice(out_dir: Path, *, steps: int = 60, seed: int = 1, say: Say = print
     out_dir.mkdir(parents=True, exist_ok=True)
     say("1/3 placing the synthetic dam break on 32 EC2 nodes (geometric, birdshot)")
     placement = run_demo(steps=200, seed=seed)
+    node_load = save_figure(
+        node_load_figure(
+            {name: mt.node_load for name, mt in placement.metrics.items()},
+            {name: mt.lif for name, mt in placement.metrics.items()},
+            title=(
+                f"synthetic dam break, {placement.workload.n_parts} partitions on "
+                f"{placement.machine.nodes} × {placement.machine.name} "
+                f"({placement.parts_per_core} per core)"
+            ),
+            units=placement.workload.units,
+        ),
+        out_dir / "placement-node-load.png",
+    )
     say("2/3 running the shallow-water dam break on 2 MPI ranks (geometric 2x1, birdshot 16x16)")
     record = out_dir / "birdshot-run.h5"
     real = {
@@ -193,4 +209,4 @@ def run_slice(out_dir: Path, *, steps: int = 60, seed: int = 1, say: Say = print
     sim = simulate_trace(fine_trace(steps), calibration, seed)
     parts = {"placement": placement, "real": real, "sim": sim}
     figure = save_figure(slice_figure(parts), out_dir / "demo.png")
-    return SliceResult(placement, real, calibration, sim, figure)
+    return SliceResult(placement, real, calibration, sim, figure, node_load)
