@@ -294,6 +294,16 @@ def synthetic_workload(spec: str) -> Workload:
             f"--synthetic {kind_name}: cells", f"got {len(cells)} values", f"1 or {len(shape)}"
         )
     domain = tuple(k * c for k, c in zip(shape, cells, strict=True))
+    return build_synthetic(kind_name, params, domain, scene=spec)
+
+
+def build_synthetic(
+    kind_name: str, params: dict[str, Any], domain: tuple[int, ...], *, scene: str
+) -> Workload:
+    """The workload of validated ``params`` (partition grid ``params["parts"]``) over
+    ``domain`` cells: the kind's costs and the stencil halo of its ``ghost`` and
+    ``cell_bytes``."""
+    shape = params["parts"]
     cost = KINDS[kind_name].build(params, domain)
     halo = grid_halo(domain, shape, ghost=params["ghost"], cell_bytes=params["cell_bytes"])
     return Workload(
@@ -303,5 +313,5 @@ def synthetic_workload(spec: str) -> Workload:
         halo=halo,
         units=KINDS[kind_name].units,
         app="synthetic",
-        scene=spec,
+        scene=scene,
     )

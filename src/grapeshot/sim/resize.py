@@ -34,7 +34,7 @@ import numpy as np
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
-from grapeshot.model.synthetic import KINDS, parse_spec, synthetic_workload
+from grapeshot.model.synthetic import build_synthetic, parse_spec, synthetic_workload
 from grapeshot.model.workload import HaloGraph, Workload, grid_halo
 
 #: Synthetic keys that are costs per partition (scaled by P_spec / P' on regeneration).
@@ -127,17 +127,8 @@ def regenerate_synthetic(spec: str, parts: int) -> Workload:
     for key in PARTITION_LEVEL_KEYS[kind]:
         params[key] = params[key] * scale
     params["parts"] = grid
-    cost = KINDS[kind].build(params, domain)
-    halo = grid_halo(domain, grid, ghost=params["ghost"], cell_bytes=params["cell_bytes"])
-    return Workload(
-        domain_shape=domain,
-        parts_shape=grid,
-        cost=cost,
-        halo=halo,
-        units=KINDS[kind].units,
-        app="synthetic",
-        scene=f"{spec} @ {parts} partitions ({'x'.join(map(str, grid))})",
-    )
+    scene = f"{spec} @ {parts} partitions ({'x'.join(map(str, grid))})"
+    return build_synthetic(kind, params, domain, scene=scene)
 
 
 def _merge_factors(workload: Workload, parts: int) -> tuple[int, ...] | None:
