@@ -196,8 +196,14 @@ class _Runner:
             if blocks is not None
             else {p: program.init_block(self.boxes[p]) for p in self.local}
         )
+        # Plan once: per local partition, (offset, neighbour, the slot this partition has in
+        # the neighbour's offset order).
         self.neighbours = {
-            p: [(o, q) for o in self.offsets if (q := self.boxes[p].neighbour(o)) is not None]
+            p: [
+                (o, q, self.slot_of[tuple(-x for x in o)])
+                for o in self.offsets
+                if (q := self.boxes[p].neighbour(o)) is not None
+            ]
             for p in self.local
         }
         self.schedule = RankSchedule(
@@ -318,9 +324,8 @@ class _Runner:
         actions: list = []
         if prep.exchange:
             pack = self.program.phases[prep.phase].exchange.packer()
-            for offset, q in self.neighbours[p]:
+            for offset, q, slot in self.neighbours[p]:
                 payload = pack(block, box, offset)
-                slot = self.slot_of[tuple(-o for o in offset)]
                 env = Envelope(HALO, prep.step, prep.phase, q, slot, True)
                 self.halo_bytes[(p, q)] = self.halo_bytes.get((p, q), 0) + payload.nbytes
                 actions += self.deliver(env, payload)
@@ -458,9 +463,8 @@ class _Runner:
                 nxt = (run.step, run.phase + 1)
                 if run.phase + 1 == len(self.program.phases):
                     nxt = (run.step + 1, 0)
-                for offset, q in self.neighbours[run.part]:
+                for offset, q, slot in self.neighbours[run.part]:
                     payload = done.emigrants.get(offset)
-                    slot = self.slot_of[tuple(-o for o in offset)]
                     env = Envelope(MIGRANTS, nxt[0], nxt[1], q, slot, payload is not None)
                     actions += self.deliver(env, payload)
             actions += self.schedule.task_done(run)
