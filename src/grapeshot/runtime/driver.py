@@ -183,6 +183,7 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
             record.start.append(cursor)
             cursor += float(run.seconds[s, p])
             record.end.append(cursor)
+            record.cpu.append(float(run.seconds[s, p]))
             record.wait.append(0.0)
     return RankResult(
         0,
@@ -270,7 +271,8 @@ def _outcome(
         for g in gathered:
             r = g[seg]
             tasks = r["tasks"]
-            durations = tasks["end"] - tasks["start"]
+            # Busy is CPU time: on shared cores a preempted task's wall time is not work.
+            durations = tasks["cpu"]
             busy[r["rank"]] += durations.sum()
             idle[r["rank"]] += r["threads"] * r["wall"] - durations.sum()
             walls[r["rank"]] += r["wall"]

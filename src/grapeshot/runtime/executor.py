@@ -39,7 +39,13 @@ _IDLE_NAP = 2e-4
 
 @dataclass
 class TaskRecord:
-    """Per-task measurements of one rank (seconds since the run's start)."""
+    """Per-task measurements of one rank.
+
+    ``start``/``end`` are wall seconds since the run's start (for timelines); ``cpu`` is the
+    thread CPU seconds the task used, which excludes the time its core was taken by another
+    process or thread (what busy time adds up); ``wait`` is the time between the task's own
+    inputs being ready and its last halo arriving.
+    """
 
     part: list[int] = field(default_factory=list)
     step: list[int] = field(default_factory=list)
@@ -47,6 +53,7 @@ class TaskRecord:
     thread: list[int] = field(default_factory=list)
     start: list[float] = field(default_factory=list)
     end: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     wait: list[float] = field(default_factory=list)
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -58,6 +65,7 @@ class TaskRecord:
             "thread": np.asarray(self.thread, dtype=np.int64),
             "start": np.asarray(self.start, dtype=np.float64),
             "end": np.asarray(self.end, dtype=np.float64),
+            "cpu": np.asarray(self.cpu, dtype=np.float64),
             "wait": np.asarray(self.wait, dtype=np.float64),
         }
 
@@ -95,6 +103,7 @@ class _Done:
     emigrants: dict | None
     start: float
     end: float
+    cpu: float
     thread: int
     waited: float
     error: str | None = None
@@ -409,6 +418,7 @@ class _Runner:
         with self.lock:
             thread = self.thread_ids.setdefault(ident, len(self.thread_ids))
         start = time.perf_counter() - self.t0
+        cpu = time.thread_time()
         try:
             if phase.exchange is not None:
                 unpack = phase.exchange.unpacker()
@@ -420,10 +430,11 @@ class _Runner:
             self.program.check_block(block, box, ctx, phase.name)
             emigrants = phase.migrate.emigrate(block, box) if phase.migrate else None
             end = time.perf_counter() - self.t0
-            self.done_q.put(_Done(run, value, emigrants, start, end, thread, waited))
+            cpu = time.thread_time() - cpu
+            self.done_q.put(_Done(run, value, emigrants, start, end, cpu, thread, waited))
         except BaseException as exc:  # reported by the main thread, which aborts the run
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            self.done_q.put(_Done(run, None, None, start, start, thread, waited, detail))
+            self.done_q.put(_Done(run, None, None, start, start, 0.0, thread, waited, detail))
 
     def collect(self, *, block: bool) -> bool:
         progressed = False
@@ -454,6 +465,7 @@ class _Runner:
             rec.thread.append(done.thread)
             rec.start.append(done.start)
             rec.end.append(done.end)
+            rec.cpu.append(done.cpu)
             rec.wait.append(done.waited)
             phase = self.program.phases[run.phase]
             if phase.reduce is not None:

@@ -5,10 +5,12 @@ partition per step, the halo graph of the bytes actually packed, ``work``), so
 ``grapeshot simulate --trace run.h5`` and ``grapeshot place --workload run.h5`` read it as a
 trace, plus a ``run`` group:
 
-- ``run/tasks/{rank,part,step,phase,thread,start,end,wait}``: one row per task; seconds
-  since the run's start; ``wait`` is the time between a task's own inputs being ready and
-  its last neighbour's halo arriving (time spent waiting on messages).
-- ``run/ranks/{busy,idle}``: per rank, seconds (busy = kernel time summed over threads).
+- ``run/tasks/{rank,part,step,phase,thread,start,end,cpu,wait}``: one row per task;
+  ``start``/``end`` in wall seconds since the run's start; ``cpu`` the thread CPU seconds it
+  used; ``wait`` the time between the task's own inputs being ready and its last neighbour's
+  halo arriving (time spent waiting on messages).
+- ``run/ranks/{busy,idle}``: per rank, seconds (busy = task CPU time summed over threads;
+  idle = threads × wall time − busy).
 - ``run/messages/{src,dst,bytes,seconds}``: one row per inter-rank MPI message (the runtime
   batches the buffers ready for one rank into one message), with the seconds from its send
   being posted to its receive completing on the ranks' system clocks (what the simulator
@@ -38,7 +40,7 @@ def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
     n = program.n_parts
     t = outcome.tasks
     cost = np.zeros((steps, n))
-    np.add.at(cost, (t["step"], t["part"]), t["end"] - t["start"])
+    np.add.at(cost, (t["step"], t["part"]), t["cpu"])
     pairs = sorted(outcome.halo_bytes)
     src = np.array([p[0] for p in pairs], dtype=np.int64)
     dst = np.array([p[1] for p in pairs], dtype=np.int64)

@@ -92,8 +92,10 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                     if phase.exchange.boundary is not None:
                         phase.exchange.boundary(block, box)
                 start = time.perf_counter() - t0
+                cpu = time.thread_time()
                 value = phase.kernel(block, box, ctx)
                 program.check_block(block, box, ctx, phase.name)
+                cpu = time.thread_time() - cpu
                 end = time.perf_counter() - t0
                 for col, v in zip(
                     (
@@ -103,9 +105,10 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                         record.thread,
                         record.start,
                         record.end,
+                        record.cpu,
                         record.wait,
                     ),
-                    (rank, step, k, 0, start, end, 0.0),
+                    (rank, step, k, 0, start, end, cpu, 0.0),
                     strict=True,
                 ):
                     col.append(v)
