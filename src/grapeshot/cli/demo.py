@@ -107,7 +107,7 @@ def demo_command(
     )
     console.print(f"figure written to {result.figure}")
     console.print(f"per-node load of the placement part written to {result.node_load_figure}")
-    console.print("next:")
+    console.print("next (after `make`, these commands are in .venv/bin):")
     for command in NEXT_COMMANDS:
         console.print(f"  {command}", highlight=False, soft_wrap=True)
 
