@@ -18,26 +18,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 from grapeshot.apps import flip_kernels as kernels
+from timing import best_of
 
 REPEATS = 3
 FLIP_RATIO = 0.95
-
-
-def best_of(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    """Best wall time of ``fn`` in seconds over ``repeats`` runs, after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _stencil(pos: np.ndarray, c: int, dx: float, shape: tuple[int, int, int]) -> tuple:
@@ -111,8 +99,8 @@ def main() -> None:
     def numba_p2g() -> None:
         kernels.p2g(pos, vel, dx, *grids, *weights)
 
-    t_p2g = best_of(numba_p2g)
-    t_p2g_np = best_of(lambda: numpy_p2g(pos, vel, dx, shapes))
+    t_p2g = best_of(numba_p2g, REPEATS)
+    t_p2g_np = best_of(lambda: numpy_p2g(pos, vel, dx, shapes), REPEATS)
     ref = numpy_p2g(pos, vel, dx, shapes)
     p2g_err = max(float(np.max(np.abs(g - r))) for g, r in zip(grids, ref, strict=True))
 
@@ -124,8 +112,8 @@ def main() -> None:
         work[:] = vel
         kernels.g2p(pos, work, dx, *new, *delta, FLIP_RATIO)
 
-    t_g2p = best_of(numba_g2p)
-    t_g2p_np = best_of(lambda: numpy_g2p(pos, vel, dx, new, delta, FLIP_RATIO))
+    t_g2p = best_of(numba_g2p, REPEATS)
+    t_g2p_np = best_of(lambda: numpy_g2p(pos, vel, dx, new, delta, FLIP_RATIO), REPEATS)
     g2p_err = float(np.max(np.abs(work - numpy_g2p(pos, vel, dx, new, delta, FLIP_RATIO))))
 
     print(f"FLIP transfers, {n:,} particles on a {cells}^3 MAC grid, one core, best of {REPEATS}")

@@ -10,7 +10,6 @@ the advisor at the same n. Numbers only; no plotting, no asserts.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -18,28 +17,12 @@ from scipy import stats
 
 from grapeshot.theory.advisor import advise
 from grapeshot.theory.lif import expected_lif
+from timing import best_of
 
 NODES = 10_000
 CASES = [(64, 0.5), (256, 0.05), (1000, 0.5), (4096, 0.1)]
 GOAL_SECONDS = 0.050
 REPEATS = 7
-
-
-def best_of(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    """Best wall time of ``fn`` in seconds over ``repeats`` runs, each run looping enough calls
-    to last at least ~20 ms so the timer's resolution does not matter."""
-    fn()  # warm-up: numba loads its cache (or compiles) here, not in the timing
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    loops = max(1, int(0.02 / once))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        best = min(best, (time.perf_counter() - start) / loops)
-    return best
 
 
 def baseline(s: int, p: float) -> Callable[[], object]:
@@ -53,8 +36,8 @@ def main() -> None:
     all_pass = True
     for s, p in CASES:
         mean = expected_lif(NODES, s, p).mean
-        t_exact = best_of(lambda s=s, p=p: expected_lif(NODES, s, p))
-        t_base = best_of(baseline(s, p))
+        t_exact = best_of(lambda s=s, p=p: expected_lif(NODES, s, p), REPEATS, min_seconds=0.02)
+        t_base = best_of(baseline(s, p), REPEATS, min_seconds=0.02)
         verdict = "PASS" if t_exact < GOAL_SECONDS else "MISS"
         all_pass &= verdict == "PASS"
         print(
@@ -66,13 +49,15 @@ def main() -> None:
     print("\nfor context (no goal):")
     for s, p in [(100, 0.5), (1000, 0.5)]:
         r = expected_lif(NODES, s, p, model="fixed-count")
-        t = best_of(lambda s=s, p=p: expected_lif(NODES, s, p, model="fixed-count"), repeats=3)
+        t = best_of(
+            lambda s=s, p=p: expected_lif(NODES, s, p, model="fixed-count"), 3, min_seconds=0.02
+        )
         print(
             f"  fixed-count n = {NODES}, s = {s}, p = {p:g}: {r.method}, E[LIF] = {r.mean:.5f}, "
             f"{t * 1e3:.1f} ms"
         )
     a = advise(NODES, 0.5, 0.05, cores_per_node=36)
-    t = best_of(lambda: advise(NODES, 0.5, 0.05, cores_per_node=36), repeats=3)
+    t = best_of(lambda: advise(NODES, 0.5, 0.05, cores_per_node=36), 3, min_seconds=0.02)
     print(
         f"  advise n = {NODES}, p = 0.5, target 0.05, 36 cores: s = {a.parts_per_node}, "
         f"k = {a.parts_per_core}/core, eq. 2 s = {a.parts_per_node_eq2}: {t * 1e3:.1f} ms"

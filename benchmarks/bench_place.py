@@ -11,12 +11,11 @@ placement), and PASS/MISS against the 1 s goal. Numbers only; no plotting, no as
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 from grapeshot.place.static import STATIC_STRATEGIES
+from timing import best_of
 
 SHAPES = [(1000, 1000), (100, 100, 100)]
 NODES = 1024
@@ -29,21 +28,10 @@ REPEATS = 3
 SEED = 2024
 
 
-def best_of(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    """Best wall time of ``fn`` in seconds over ``repeats`` runs, after one warm-up call."""
-    fn()  # warm-up: numba loads its cache (or compiles) here, not in the timing
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def main() -> None:
     n_parts = math.prod(SHAPES[0])
     rng = np.random.default_rng(SEED)
-    t_base = best_of(lambda: rng.permutation(n_parts))
+    t_base = best_of(lambda: rng.permutation(n_parts), REPEATS)
     print(
         f"static placement of {n_parts:,} partitions on {NODES:,} nodes "
         f"(best of {REPEATS}, after warm-up)"
@@ -55,7 +43,9 @@ def main() -> None:
         grid = "x".join(map(str, shape))
         for machine, cores in MACHINES.items():
             for name, fn in STATIC_STRATEGIES.items():
-                t = best_of(lambda fn=fn, shape=shape, cores=cores: fn(shape, cores, seed=SEED))
+                t = best_of(
+                    lambda fn=fn, shape=shape, cores=cores: fn(shape, cores, seed=SEED), REPEATS
+                )
                 verdict = "PASS" if t < GOAL_SECONDS else "MISS"
                 all_pass &= verdict == "PASS"
                 print(

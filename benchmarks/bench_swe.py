@@ -11,12 +11,12 @@ Run: ``.venv/bin/python benchmarks/bench_swe.py [--cells 512,256] [--repeat 5]``
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from grapeshot.apps import swe
 from grapeshot.runtime.serial import run_serial
+from timing import best_of
 
 H, HU, HV = swe.H, swe.HU, swe.HV
 
@@ -145,15 +145,6 @@ def numpy_stage(q, bed, g, dt, dx, dy, h_dry, grav, manning):
     return np.stack([vh, vhu, vhv], axis=-1)
 
 
-def best_of(fn, repeat: int) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", default="512,256", help="cells per axis NX,NY")
@@ -179,9 +170,11 @@ def main() -> None:
 
     numba_stage()  # compile / load the cache outside the timing
     reference = numpy_stage(q, bed, g, dt, dx, dy, cfg.h_dry, cfg.gravity, man)
-    t_numba = best_of(numba_stage, args.repeat)
+    t_numba = best_of(numba_stage, args.repeat, warm_up=False)
     t_numpy = best_of(
-        lambda: numpy_stage(q, bed, g, dt, dx, dy, cfg.h_dry, cfg.gravity, man), args.repeat
+        lambda: numpy_stage(q, bed, g, dt, dx, dy, cfg.h_dry, cfg.gravity, man),
+        args.repeat,
+        warm_up=False,
     )
     n = cells[0] * cells[1]
     wet = int((q[box.interior()][..., H] > cfg.h_dry).sum())

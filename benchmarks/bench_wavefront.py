@@ -12,12 +12,12 @@ Run: ``.venv/bin/python benchmarks/bench_wavefront.py [--cells 512] [--dim 2] [-
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from grapeshot.apps import wavefront as wf
 from grapeshot.runtime.serial import run_serial
+from timing import best_of
 
 
 def numpy_godunov(m: np.ndarray, h: np.ndarray, slowness: np.ndarray) -> np.ndarray:
@@ -70,15 +70,6 @@ def numpy_march(tt, speed, g, spacing, t_old, t_new, band):
     return int(active.sum())
 
 
-def best_of(fn, repeat: int) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=512, help="cells per axis")
@@ -113,9 +104,9 @@ def main() -> None:
         work["numpy"] = tt
 
     numba_march()  # compile / load the cache outside the timing
-    copy = best_of(lambda: start.copy(), args.repeat)  # both versions pay one copy
-    t_numba = best_of(numba_march, args.repeat) - copy
-    t_numpy = best_of(numpy_version, args.repeat) - copy
+    copy = best_of(lambda: start.copy(), args.repeat, warm_up=False)  # both versions pay one copy
+    t_numba = best_of(numba_march, args.repeat, warm_up=False) - copy
+    t_numpy = best_of(numpy_version, args.repeat, warm_up=False) - copy
     cells = n**d
     a, b = work["numba"], work["numpy"]
     with np.errstate(invalid="ignore"):  # inf - inf where both are still unknown
