@@ -92,10 +92,6 @@ class RankResult:
     reductions: int = 0
 
 
-class TaskFailed(RuntimeError):
-    """A kernel raised; names the rank, partition, step and phase."""
-
-
 @dataclass
 class _Done:
     run: Run
