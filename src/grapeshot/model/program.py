@@ -130,7 +130,7 @@ def partition_boxes(
     return boxes
 
 
-def _slab(box: Box, offset: Offset, width: int, ghost_side: bool) -> tuple[slice, ...]:
+def halo_slab(box: Box, offset: Offset, width: int, ghost_side: bool) -> tuple[slice, ...]:
     """Slices of the cells sent towards ``offset`` (interior) or received from it (ghost)."""
     g = box.ghost
     out = []
@@ -151,7 +151,7 @@ def grid_pack(fields: Sequence[str], width: int) -> Callable[[Block, Box, Offset
     def pack(block: Block, box: Box, offset: Offset) -> np.ndarray:
         sl = slabs.get((box.part, offset))
         if sl is None:
-            sl = slabs[(box.part, offset)] = _slab(box, offset, width, ghost_side=False)
+            sl = slabs[(box.part, offset)] = halo_slab(box, offset, width, ghost_side=False)
         if len(fields) == 1:
             return block[fields[0]][sl].flatten()  # a copy: the kernel goes on writing
         return np.concatenate([block[f][sl].ravel() for f in fields])
@@ -168,7 +168,7 @@ def grid_unpack(
     def unpack(block: Block, box: Box, offset: Offset, payload: np.ndarray) -> None:
         sl = slabs.get((box.part, offset))
         if sl is None:
-            sl = slabs[(box.part, offset)] = _slab(box, offset, width, ghost_side=True)
+            sl = slabs[(box.part, offset)] = halo_slab(box, offset, width, ghost_side=True)
         start = 0
         for f in fields:
             target = block[f][sl]

@@ -1,14 +1,26 @@
-"""The task runtime: a placed program on MPI ranks, one rank per node, threads per rank.
+"""The task runtime: a placed program on MPI ranks, one rank per node, its cores running tasks.
 
-Each rank owns the partitions its placement gives it. The main thread owns MPI (so
-``MPI_THREAD_FUNNELED`` is enough): it files arriving buffers, packs and sends halos, does the
-global reductions, and feeds ready tasks, first in first out, to a pool of worker threads that
-run the kernels (numba, without the GIL). A task runs as soon as its inputs are in, while the
-messages of other tasks are still in flight: that is what hides communication behind
-computation. Buffers between partitions of the same rank are handed over in memory.
+Each rank owns the partitions its placement gives it and runs the program phase by phase.
+For a phase with a halo exchange it first sends, to every neighbouring rank, **one** message
+holding every buffer that rank needs from it, and hands the halos between its own partitions
+over in memory; then it runs the phase's tasks in the order they become ready, first in first
+out: first the partitions whose neighbours are all local, then, as each other rank's message
+arrives, the partitions that message completes. So computation proceeds while messages are in
+flight, and a rank's cost per halo buffer is a few compiled copies, not Python.
 
-The dependency logic is :class:`~grapeshot.runtime.schedule.RankSchedule` (pure); this module
-only carries out its actions.
+What makes this cheap is planning once per placement (:mod:`grapeshot.runtime.halo_plan`):
+grid fields of every local partition live in one flat *arena* per field, and each exchange is
+a handful of index arrays, so packing a message is one compiled gather, unpacking one scatter,
+and every local halo one compiled copy. Custom packers (particles) are called per buffer, as
+they must be, but still travel one message per rank pair.
+
+Tasks run on the calling (main) thread and, with ``threads > 1``, on ``threads - 1`` worker
+threads that take them from the same FIFO queue; kernels are numba functions that release the
+GIL. MPI is called from the main thread only. Waiting on a message is a blocking MPI call that
+releases the GIL; a watchdog thread aborts the run if nothing progresses for ``timeout``
+seconds. Results are bitwise those of the serial executor: every halo lands in its own ghost
+cells whatever the arrival order, unpackers see their buffers in neighbour order, reductions
+combine in partition order.
 """
 
 from __future__ import annotations
@@ -19,22 +31,27 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from grapeshot.exchange.collectives import ordered_allreduce
-from grapeshot.model.program import Block, Context, Program, neighbour_offsets
-from grapeshot.runtime.schedule import Prep, RankSchedule, Reduce, Run
+from grapeshot.model.program import Block, Context, Phase, Program, neighbour_offsets
+from grapeshot.runtime.copies import copy_within, gather, scatter
+from grapeshot.runtime.halo_plan import Arena, GridPlan, grid_plan, rank_links
 from grapeshot.runtime.warmup import warm_up
-from grapeshot.runtime.wire import HALO, MIGRANTS, Envelope, decode, encode
+from grapeshot.runtime.wire import (
+    HALO,
+    MIGRANTS,
+    decode_items,
+    encode_items,
+    new_message,
+    payload,
+    read_header,
+    stamp,
+)
 
 _DATA_TAG = 11
-#: Seconds the main thread waits for a worker when all of them are busy, and naps between
-#: network polls when some are idle.
-_SATURATED_WAIT = 0.05
-_IDLE_NAP = 2e-4
 
 
 @dataclass
@@ -43,8 +60,8 @@ class TaskRecord:
 
     ``start``/``end`` are wall seconds since the run's start (for timelines); ``cpu`` is the
     thread CPU seconds the task used, which excludes the time its core was taken by another
-    process or thread (what busy time adds up); ``wait`` is the time between the task's own
-    inputs being ready and its last halo arriving.
+    process or thread (what busy time adds up); ``wait`` is the time from the start of the
+    task's phase on its rank to its last halo arriving.
     """
 
     part: list[int] = field(default_factory=list)
@@ -69,6 +86,55 @@ class TaskRecord:
             "wait": np.asarray(self.wait, dtype=np.float64),
         }
 
+    @classmethod
+    def from_clocks(cls, clocks: list[_ThreadClock]) -> TaskRecord:
+        """The rows every thread's clock recorded."""
+        record = cls()
+        for clock in clocks:
+            for row, cpu in zip(clock.rows, clock.cpu, strict=True):
+                part, step, phase, thread, start, end, wait = row
+                record.part.append(part)
+                record.step.append(step)
+                record.phase.append(phase)
+                record.thread.append(thread)
+                record.start.append(start)
+                record.end.append(end)
+                record.cpu.append(cpu)
+                record.wait.append(wait)
+        return record
+
+
+class _ThreadClock:
+    """One thread's task rows, and the CPU time of its bursts of consecutive tasks.
+
+    Reading a thread's CPU clock costs about a microsecond, as much as the runtime's whole
+    bookkeeping of a task, so it is read at the start and the end of each *burst* (tasks the
+    thread ran back to back, without waiting) rather than around each task. A task's ``cpu``
+    is its wall time times the share of a core the thread had during its burst: their sum
+    over a burst is the burst's CPU time (up to the few microseconds between its tasks), and
+    a task whose core was taken by another process is not counted as work.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, int, int, float, float, float]] = []
+        self.cpu: list[float] = []
+        self.running = False
+        self.cpu0 = self.wall0 = 0.0
+
+    def start(self) -> None:
+        if not self.running:
+            self.running = True
+            self.cpu0 = time.thread_time()
+            self.wall0 = time.perf_counter()
+
+    def stop(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        wall = time.perf_counter() - self.wall0
+        share = min(1.0, (time.thread_time() - self.cpu0) / wall) if wall > 0 else 1.0
+        self.cpu.extend((row[5] - row[4]) * share for row in self.rows[len(self.cpu) :])
+
 
 @dataclass
 class RankResult:
@@ -90,19 +156,6 @@ class RankResult:
     #: Seconds spent in global reductions, and how many there were.
     reduce_seconds: float = 0.0
     reductions: int = 0
-
-
-@dataclass
-class _Done:
-    run: Run
-    value: float | None
-    emigrants: dict | None
-    start: float
-    end: float
-    cpu: float
-    thread: int
-    waited: float
-    error: str | None = None
 
 
 def run_tasks(
@@ -132,7 +185,7 @@ def run_tasks(
     comm
         The communicator; it is duplicated, so the caller's traffic never mixes with ours.
     threads
-        Worker threads on this rank (the node's cores).
+        Threads running tasks on this rank (the node's cores), the calling thread included.
     reduction
         ``"mpi"``, ``"linear"`` or ``"binomial"`` (see :mod:`grapeshot.exchange.collectives`).
     timeout
@@ -148,41 +201,17 @@ def run_tasks(
     data = comm.Dup()
     coll = comm.Dup()
     try:
-        return _Runner(
-            program,
-            np.asarray(node_of),
-            data,
-            coll,
-            threads,
-            reduction,
-            timeout,
-            blocks,
-            start_step,
-            start_time,
-            steps,
-            on_step,
-        ).run()
+        runner = _Runner(
+            program, np.asarray(node_of), data, coll, threads, reduction, timeout, blocks
+        )
+        return runner.run(start_step, start_time, steps, on_step)
     finally:
         data.Free()
         coll.Free()
 
 
 class _Runner:
-    def __init__(
-        self,
-        program,
-        node_of,
-        data,
-        coll,
-        threads,
-        reduction,
-        timeout,
-        blocks,
-        start_step,
-        start_time,
-        steps,
-        on_step,
-    ) -> None:
+    def __init__(self, program, node_of, data, coll, threads, reduction, timeout, blocks):
         self.program = program
         self.data, self.coll = data, coll
         self.rank = data.Get_rank()
@@ -190,195 +219,297 @@ class _Runner:
         self.threads = max(1, int(threads))
         self.reduction = reduction
         self.timeout = timeout
-        self.on_step = on_step
         self.boxes = program.boxes()
         self.node_of = node_of
-        self.local = [int(p) for p in np.flatnonzero(node_of == self.rank)]
+        self.links = rank_links(self.boxes, node_of, self.rank)
+        self.local = [int(p) for p in self.links.local_parts]
+        self.position = {p: i for i, p in enumerate(self.local)}
         self.offsets = neighbour_offsets(len(program.parts_shape))
-        self.slot_of = {o: i for i, o in enumerate(self.offsets)}
         self.blocks = (
             blocks
             if blocks is not None
             else {p: program.init_block(self.boxes[p]) for p in self.local}
         )
-        # Plan once: per local partition, (offset, neighbour, the slot this partition has in
-        # the neighbour's offset order).
-        self.neighbours = {
-            p: [
-                (o, q, self.slot_of[tuple(-x for x in o)])
+        # Per local partition: (offset, neighbour, the slot this partition has in the
+        # neighbour's offset order), for emigrants.
+        self.neighbours = [
+            [
+                (o, q, self.offsets.index(tuple(-x for x in o)))
                 for o in self.offsets
                 if (q := self.boxes[p].neighbour(o)) is not None
             ]
             for p in self.local
-        }
-        self.schedule = RankSchedule(
-            program.phases,
-            {p: len(nb) for p, nb in self.neighbours.items()},
-            start_step=start_step,
-            steps=steps,
+        ]
+        self.grid_names = tuple(
+            sorted(
+                {
+                    name
+                    for ph in program.phases
+                    if ph.exchange is not None and _is_grid(ph)
+                    for name in ph.exchange.fields
+                }
+            )
         )
-        self.start_step, self.steps = start_step, steps
-        self.halo: dict[tuple[int, int, int], dict[int, np.ndarray]] = {}
-        self.migrants: dict[tuple[int, int, int], dict[int, np.ndarray | None]] = {}
-        self.values: dict[tuple[int, int], dict[int, float]] = {}
-        self.contexts: dict[int, Context] = {start_step: Context(start_step, start_time)}
-        self.prepped_at: dict[tuple[int, int, int], float] = {}
+        self.arena = Arena(self.grid_names, self.links.local_parts, self.blocks)
+        self.plans: dict[int, GridPlan] = {
+            k: grid_plan(self.links, self.boxes, self.arena, ph.exchange.fields, ph.exchange.width)
+            for k, ph in enumerate(program.phases)
+            if ph.exchange is not None and _is_grid(ph)
+        }
+        self.rounds = dict.fromkeys(self.plans, 0)
+        self.sources = self.links.sources
+        # Which local partitions (positions) each source rank's message completes a part of.
+        self.feeds = {r: np.flatnonzero(self.links.waits_on[j]) for j, r in enumerate(self.sources)}
+        self.need_template = self.links.waits_on.sum(axis=0).astype(np.int64)
+        n = len(self.local)
+        self.inbox: list[dict[int, np.ndarray]] = [{} for _ in range(n)]
+        self.emigrants: list[dict | None] = [None] * n
+        self.values: list[float | None] = [None] * n
         self.work: dict[int, list[int]] = {p: [] for p in self.local}
-        self.record = TaskRecord()
+        self.clocks = [_ThreadClock() for _ in range(self.threads)]
         self.sends: list = []
+        self.stash: dict[tuple[int, int, int], list[tuple[int, np.ndarray]]] = {}
         self.bytes_sent = 0
         self.messages = 0
-        self.halo_bytes: dict[tuple[int, int], int] = {}
+        self.custom_halo: dict[tuple[int, int], int] = {}
         self.message_log: list[tuple[int, int, float]] = []
-        self.outbox: dict[int, list[tuple[Envelope, np.ndarray | None]]] = {}
         self.reduce_seconds = 0.0
         self.reductions = 0
-        self.done_q: queue.SimpleQueue[_Done] = queue.SimpleQueue()
-        self.in_flight = 0
-        self.steps_done: dict[int, int] = {}
-        self.thread_ids: dict[int, int] = {}
-        self.lock = threading.Lock()
+        self.tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self.finished: queue.SimpleQueue = queue.SimpleQueue()
+        self.failure: str | None = None
+        self.progress_at = time.perf_counter()
+        self.waiting_for = "nothing yet"
 
-    # -- context -------------------------------------------------------------------------
+    # -- the run -------------------------------------------------------------------------
 
-    def context(self, step: int) -> Context:
-        # Every reduction of step - 1 is known once a task of ``step`` may run.
-        while step not in self.contexts:
-            last = max(self.contexts)
-            prev = self.contexts[last]
-            self.contexts[last + 1] = Context(last + 1, prev.time + self.program.advance(prev))
-        return self.contexts[step]
-
-    # -- main loop -----------------------------------------------------------------------
-
-    def run(self) -> RankResult:
+    def run(self, start_step: int, start_time: float, steps: int, on_step) -> RankResult:
         warm_up(self.program, self.boxes[self.local[0]])
+        for flat in self.arena.flat.values():  # compile the copies before the clock
+            idx = np.zeros(min(1, flat.size), dtype=np.int64)
+            gather(flat, idx, np.empty(idx.size, flat.dtype))
+            scatter(flat[: idx.size].copy(), idx, flat[: idx.size].copy())
+            copy_within(flat[: idx.size].copy(), idx, idx)
         self.data.Barrier()
         self.t0 = time.perf_counter()
-        with ThreadPoolExecutor(self.threads, thread_name_prefix="grapeshot") as pool:
-            self.pool = pool
-            self.handle(self.schedule.begin())
-            last_progress = time.perf_counter()
-            while not self.schedule.done or self.in_flight:
-                progressed = self.dispatch()
-                progressed |= self.poll_network()
-                self.flush()
-                saturated = self.in_flight >= self.threads
-                progressed |= self.collect(block=saturated or not progressed)
-                now = time.perf_counter()
-                if progressed:
-                    last_progress = now
-                elif now - last_progress > self.timeout:
-                    self.abort(f"no progress for {self.timeout:g} s; {self.waiting()}")
-            self.flush()
+        stop = threading.Event()
+        workers = [
+            threading.Thread(target=self.worker, args=(t,), daemon=True, name=f"grapeshot-{t}")
+            for t in range(1, self.threads)
+        ]
+        watchdog = threading.Thread(target=self.watch, args=(stop,), daemon=True)
+        for t in [*workers, watchdog]:
+            t.start()
+        try:
+            ctx = Context(start_step, start_time)
+            for step in range(start_step, start_step + steps):
+                for k, phase in enumerate(self.program.phases):
+                    self.run_phase(step, k, phase, ctx)
+                for p in self.local:
+                    self.work[p].append(int(self.program.work(self.blocks[p], self.boxes[p])))
+                if on_step is not None:
+                    on_step(step)
+                if step + 1 < start_step + steps:
+                    ctx = Context(step + 1, ctx.time + self.program.advance(ctx))
             self.finish_sends()
-        end_step = self.start_step + self.steps
-        final = self.context(end_step - 1)
+        finally:
+            for _ in workers:
+                self.tasks.put(None)
+            for t in workers:  # each closes its clock's last burst on the way out
+                t.join()
+            stop.set()
         wall = time.perf_counter() - self.t0
         return RankResult(
             self.rank,
             self.blocks,
-            self.record,
+            TaskRecord.from_clocks(self.clocks),
             self.work,
             wall,
             self.threads,
             self.bytes_sent,
             self.messages,
-            final.time + self.program.advance(final),
-            self.halo_bytes,
+            ctx.time + self.program.advance(ctx),
+            self.halo_bytes(),
             self.message_log,
             self.reduce_seconds,
             self.reductions,
         )
 
-    def waiting(self) -> str:
-        s = self.schedule
-        parts = [
-            f"partition {p} at step {s.cursor[p][0]} phase {s.cursor[p][1]}"
-            for p in self.local
-            if p not in s.finished
-        ][:4]
-        return "waiting: " + ("; ".join(parts) or "for other ranks")
+    def run_phase(self, step: int, k: int, phase: Phase, ctx: Context) -> None:
+        start = time.perf_counter() - self.t0
+        exchange = phase.exchange
+        pending: list[int] = []
+        if exchange is not None:
+            if k in self.plans:
+                self.send_grid(step, k)
+            else:
+                self.send_custom(step, k, exchange)
+            need = self.need_template.copy()
+            pending = list(self.sources)
+        else:
+            need = np.zeros(len(self.local), dtype=np.int64)
+        # FIFO: the partitions with all their halos at hand first, in partition order.
+        for i in np.flatnonzero(need == 0).tolist():
+            self.tasks.put((i, step, k, ctx, 0.0))
+        remaining = len(self.local)
+        clock = self.clocks[0]
+        while remaining:
+            try:
+                item = self.tasks.get_nowait()
+            except queue.Empty:
+                item = None
+            if item is not None:
+                clock.start()
+                self.run_task(item, phase, clock.rows, 0)
+                remaining -= 1
+            else:
+                while True:  # what the workers finished meanwhile
+                    try:
+                        self.finished.get_nowait()
+                    except queue.Empty:
+                        break
+                    remaining -= 1
+                if not remaining:
+                    break
+                clock.stop()
+                if pending:
+                    self.waiting_for = (
+                        f"step {step} phase {phase.name!r}: halos from ranks {pending}"
+                    )
+                    source, raw = self.receive((step, k, HALO))
+                    pending.remove(source)
+                    self.take_halo(k, source, raw)
+                    waited = time.perf_counter() - self.t0 - start
+                    feeds = self.feeds[source]
+                    need[feeds] -= 1
+                    for i in feeds[need[feeds] == 0].tolist():
+                        self.tasks.put((i, step, k, ctx, waited))
+                else:
+                    self.waiting_for = f"step {step} phase {phase.name!r}: tasks on workers"
+                    self.finished.get()
+                    remaining -= 1
+            if self.failure is not None:
+                self.abort(self.failure)
+        clock.stop()
+        if phase.reduce is not None:
+            self.reduce(phase, k, ctx)
+        if phase.migrate is not None:
+            self.migrate(step, k, phase)
 
-    def abort(self, message: str) -> None:
-        sys.stderr.write(f"grapeshot: error: rank {self.rank}: {message}\n")
-        sys.stderr.flush()
-        self.data.Abort(3)
+    # -- tasks ---------------------------------------------------------------------------
 
-    # -- actions -------------------------------------------------------------------------
+    def worker(self, thread: int) -> None:
+        clock = self.clocks[thread]
+        phases = self.program.phases
+        while True:
+            try:
+                item = self.tasks.get_nowait()
+            except queue.Empty:
+                clock.stop()
+                item = self.tasks.get()
+            if item is None:
+                clock.stop()
+                return
+            clock.start()
+            self.run_task(item, phases[item[2]], clock.rows, thread)
+            self.finished.put(None)
 
-    def handle(self, actions) -> None:
-        pending = list(actions)
-        while pending:
-            action = pending.pop(0)
-            if isinstance(action, Prep):
-                pending += self.prep(action)
-            elif isinstance(action, Reduce):
-                pending += self.reduce(action)
+    def run_task(self, item, phase: Phase, rows: list, thread: int) -> None:
+        i, step, k, ctx, waited = item
+        p = self.local[i]
+        box, block = self.boxes[p], self.blocks[p]
+        start = time.perf_counter()
+        try:
+            exchange = phase.exchange
+            if exchange is not None:
+                inbox = self.inbox[i]
+                if inbox:
+                    unpack = exchange.unpacker()
+                    for slot in sorted(inbox):
+                        unpack(block, box, self.offsets[slot], inbox[slot])
+                    inbox.clear()
+                if exchange.boundary is not None:
+                    exchange.boundary(block, box)
+            self.values[i] = phase.kernel(block, box, ctx)
+            self.program.check_block(block, box, ctx, phase.name)
+            if phase.migrate is not None:
+                self.emigrants[i] = phase.migrate.emigrate(block, box)
+        except BaseException as exc:  # reported by the main thread, which aborts the run
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            if self.failure is None:
+                self.failure = f"partition {p}, step {step}, phase {phase.name!r} failed: {detail}"
+        end = time.perf_counter()
+        self.progress_at = end
+        rows.append((p, step, k, thread, start - self.t0, end - self.t0, waited))
 
-    def prep(self, prep: Prep) -> list:
-        p, box, block = prep.part, self.boxes[prep.part], self.blocks[prep.part]
-        if prep.immigrate:
-            arrived = self.migrants.pop((p, prep.step, prep.phase), {})
-            buffers = [arrived[i] for i in sorted(arrived) if arrived[i] is not None]
-            prev_phase = self.program.phases[prep.phase - 1 if prep.phase else -1]
-            prev_phase.migrate.immigrate(block, box, buffers)
-        if prep.record_work_of is not None:
-            self.work[p].append(int(self.program.work(block, box)))
-            self.step_finished(prep.record_work_of)
-        actions: list = []
-        if prep.exchange:
-            pack = self.program.phases[prep.phase].exchange.packer()
-            for offset, q, slot in self.neighbours[p]:
-                payload = pack(block, box, offset)
-                env = Envelope(HALO, prep.step, prep.phase, q, slot, True)
-                self.halo_bytes[(p, q)] = self.halo_bytes.get((p, q), 0) + payload.nbytes
-                actions += self.deliver(env, payload)
-        self.prepped_at[(p, prep.step, prep.phase)] = time.perf_counter() - self.t0
-        return actions
+    # -- halos ---------------------------------------------------------------------------
 
-    def step_finished(self, step: int) -> None:
-        count = self.steps_done.get(step, 0) + 1
-        self.steps_done[step] = count
-        if count == len(self.local):
-            del self.steps_done[step]
-            if self.on_step is not None:
-                self.on_step(step)
+    def send_grid(self, step: int, k: int) -> None:
+        plan, arena = self.plans[k], self.arena
+        for name in plan.names:
+            arena.refresh(self.blocks, name)
+        for r, indices in plan.send.items():
+            raw = new_message(step, k, HALO, 0, plan.message_bytes(plan.send, arena, r))
+            body = payload(raw)
+            at = 0
+            for name in plan.names:
+                flat = arena.flat[name]
+                idx = indices[name]
+                size = idx.size * flat.itemsize
+                gather(flat, idx, body[at : at + size].view(flat.dtype))
+                at += size + (-size) % 8
+            self.post(r, raw)
+        for name in plan.names:
+            copy_within(arena.flat[name], plan.local_src[name], plan.local_dst[name])
+        self.rounds[k] += 1
 
-    def deliver(self, env: Envelope, payload: np.ndarray | None) -> list:
-        """Hand a buffer to a local partition, or send it to the partition's rank."""
-        dest = int(self.node_of[env.part])
-        if dest == self.rank:
-            return self.file(env, payload)
-        # Batched per destination until the end of this turn of the main loop (flush).
-        self.outbox.setdefault(dest, []).append((env, payload))
-        return []
+    def send_custom(self, step: int, k: int, exchange) -> None:
+        pack = exchange.packer()
+        blocks, boxes, position = self.blocks, self.boxes, self.position
+        for link in self.links.local:
+            buf = pack(blocks[link.src], boxes[link.src], link.offset)
+            self.inbox[position[link.dst]][link.slot] = buf
+            self.count_halo(link.src, link.dst, buf.nbytes)
+        for r, links in self.links.send.items():
+            items = []
+            for link in links:
+                buf = pack(blocks[link.src], boxes[link.src], link.offset)
+                items.append((link.dst, link.slot, buf))
+                self.count_halo(link.src, link.dst, buf.nbytes)
+            self.post(r, encode_items(step, k, HALO, items))
 
-    def flush(self) -> None:
-        """Send every batched buffer: one MPI message per destination rank."""
-        if not self.outbox:
+    def count_halo(self, src: int, dst: int, nbytes: int) -> None:
+        self.custom_halo[(src, dst)] = self.custom_halo.get((src, dst), 0) + nbytes
+
+    def take_halo(self, k: int, source: int, raw: np.ndarray) -> None:
+        plan = self.plans.get(k)
+        if plan is None:
+            position = self.position
+            for part, slot, buf in decode_items(raw):
+                self.inbox[position[part]][slot] = buf
             return
-        sent_ns = time.time_ns()
-        for dest, items in self.outbox.items():
-            raw = encode(items, sent_ns)
-            self.sends.append((self.data.Isend(raw, dest=dest, tag=_DATA_TAG), raw))
-            self.bytes_sent += raw.nbytes
-            self.messages += 1
-        self.outbox.clear()
+        body = payload(raw)
+        at = 0
+        for name in plan.names:
+            flat = self.arena.flat[name]
+            idx = plan.recv[source][name]
+            size = idx.size * flat.itemsize
+            scatter(body[at : at + size].view(flat.dtype), idx, flat)
+            at += size + (-size) % 8
 
-    def file(self, env: Envelope, payload: np.ndarray | None) -> list:
-        key = (env.part, env.step, env.phase)
-        if env.kind == HALO:
-            self.halo.setdefault(key, {})[env.slot] = payload
-            return self.schedule.halo_arrived(*key)
-        self.migrants.setdefault(key, {})[env.slot] = payload
-        return self.schedule.migrants_arrived(*key)
+    def halo_bytes(self) -> dict[tuple[int, int], int]:
+        total = dict(self.custom_halo)
+        for k, plan in self.plans.items():
+            for pair, nbytes in plan.pair_bytes.items():
+                total[pair] = total.get(pair, 0) + nbytes * self.rounds[k]
+        return total
 
-    def reduce(self, action: Reduce) -> list:
-        self.flush()  # other ranks may need these to reach the collective
-        phase = self.program.phases[action.phase]
-        local = self.values.pop((action.step, action.phase), {})
+    # -- reductions and migration --------------------------------------------------------
+
+    def reduce(self, phase: Phase, k: int, ctx: Context) -> None:
+        local = {p: self.values[i] for i, p in enumerate(self.local)}
         t0 = time.perf_counter()
+        self.waiting_for = f"step {ctx.step} phase {phase.name!r}: the global reduction"
         value = ordered_allreduce(
             local,
             phase.reduce.combine,
@@ -388,132 +519,102 @@ class _Runner:
         )
         self.reduce_seconds += time.perf_counter() - t0
         self.reductions += 1
-        self.context(action.step).values[phase.reduce.name] = value
-        return self.schedule.reduction_done(action.step, action.phase)
+        self.progress_at = time.perf_counter()
+        ctx.values[phase.reduce.name] = value
 
-    # -- workers -------------------------------------------------------------------------
+    def migrate(self, step: int, k: int, phase: Phase) -> None:
+        arrived: list[dict[int, np.ndarray]] = [{} for _ in self.local]
+        outgoing: dict[int, list] = {r: [] for r in self.links.send}
+        node_of, position = self.node_of, self.position
+        for i, leaving in enumerate(self.emigrants):
+            for offset, q, slot in self.neighbours[i]:
+                buf = leaving.get(offset)
+                if buf is None:
+                    continue
+                r = int(node_of[q])
+                if r == self.rank:
+                    arrived[position[q]][slot] = buf
+                else:
+                    outgoing[r].append((q, slot, buf))
+            self.emigrants[i] = None
+        for r, items in outgoing.items():
+            self.post(r, encode_items(step, k, MIGRANTS, items))
+        pending = list(self.sources)
+        while pending:
+            self.waiting_for = f"step {step} phase {phase.name!r}: emigrants from {pending}"
+            source, raw = self.receive((step, k, MIGRANTS))
+            pending.remove(source)
+            for part, slot, buf in decode_items(raw):
+                arrived[position[part]][slot] = buf
+        immigrate = phase.migrate.immigrate
+        for i, p in enumerate(self.local):
+            got = arrived[i]
+            immigrate(self.blocks[p], self.boxes[p], [got[s] for s in sorted(got)])
 
-    def dispatch(self) -> bool:
-        progressed = False
-        while self.in_flight < self.threads:
-            run = self.schedule.next_ready()
-            if run is None:
-                break
-            key = (run.part, run.step, run.phase)
-            waited = time.perf_counter() - self.t0 - self.prepped_at.pop(key, 0.0)
-            halo = self.halo.pop(key, {})
-            self.in_flight += 1
-            self.pool.submit(self.work_on, run, halo, self.context(run.step), waited)
-            progressed = True
-        return progressed
+    # -- messages ------------------------------------------------------------------------
 
-    def work_on(self, run: Run, halo: dict[int, np.ndarray], ctx: Context, waited: float):
-        phase = self.program.phases[run.phase]
-        box, block = self.boxes[run.part], self.blocks[run.part]
-        ident = threading.get_ident()
-        with self.lock:
-            thread = self.thread_ids.setdefault(ident, len(self.thread_ids))
-        start = time.perf_counter() - self.t0
-        cpu = time.thread_time()
-        try:
-            if phase.exchange is not None:
-                unpack = phase.exchange.unpacker()
-                for slot in sorted(halo):
-                    unpack(block, box, self.offsets[slot], halo[slot])
-                if phase.exchange.boundary is not None:
-                    phase.exchange.boundary(block, box)
-            value = phase.kernel(block, box, ctx)
-            self.program.check_block(block, box, ctx, phase.name)
-            emigrants = phase.migrate.emigrate(block, box) if phase.migrate else None
-            end = time.perf_counter() - self.t0
-            cpu = time.thread_time() - cpu
-            self.done_q.put(_Done(run, value, emigrants, start, end, cpu, thread, waited))
-        except BaseException as exc:  # reported by the main thread, which aborts the run
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            self.done_q.put(_Done(run, None, None, start, start, 0.0, thread, waited, detail))
+    def post(self, dest: int, raw: np.ndarray) -> None:
+        stamp(raw)
+        self.sends.append((self.data.Isend(raw, dest=dest, tag=_DATA_TAG), raw))
+        self.bytes_sent += raw.nbytes
+        self.messages += 1
 
-    def collect(self, *, block: bool) -> bool:
-        progressed = False
-        while True:
-            # The cores belong to the kernels: with every worker busy, nothing this thread
-            # could receive would start sooner, so sleep until a worker is done; with some
-            # busy, nap briefly between polls of the network; with none busy, the cores are
-            # idle and waiting on a message: poll again at once.
-            timeout = None
-            if block and not progressed and self.in_flight:
-                timeout = _SATURATED_WAIT if self.in_flight >= self.threads else _IDLE_NAP
-            try:
-                done = self.done_q.get(timeout=timeout) if timeout else self.done_q.get_nowait()
-            except queue.Empty:
-                return progressed
-            progressed = True
-            self.in_flight -= 1
-            run = done.run
-            if done.error is not None:
-                self.abort(
-                    f"partition {run.part}, step {run.step}, phase "
-                    f"{self.program.phases[run.phase].name!r} failed: {done.error}"
-                )
-            rec = self.record
-            rec.part.append(run.part)
-            rec.step.append(run.step)
-            rec.phase.append(run.phase)
-            rec.thread.append(done.thread)
-            rec.start.append(done.start)
-            rec.end.append(done.end)
-            rec.cpu.append(done.cpu)
-            rec.wait.append(done.waited)
-            phase = self.program.phases[run.phase]
-            if phase.reduce is not None:
-                self.values.setdefault((run.step, run.phase), {})[run.part] = done.value
-            actions: list = []
-            if done.emigrants is not None:
-                nxt = (run.step, run.phase + 1)
-                if run.phase + 1 == len(self.program.phases):
-                    nxt = (run.step + 1, 0)
-                for offset, q, slot in self.neighbours[run.part]:
-                    payload = done.emigrants.get(offset)
-                    env = Envelope(MIGRANTS, nxt[0], nxt[1], q, slot, payload is not None)
-                    actions += self.deliver(env, payload)
-            actions += self.schedule.task_done(run)
-            self.handle(actions)
-
-    # -- network -------------------------------------------------------------------------
-
-    def poll_network(self) -> bool:
+    def receive(self, round_: tuple[int, int, int]) -> tuple[int, np.ndarray]:
+        """The next message of ``round_`` from any rank; other rounds' messages are kept."""
         from mpi4py import MPI
 
-        if self.size == 1:
-            return False
-        progressed = False
+        kept = self.stash.get(round_)
+        if kept:
+            return kept.pop(0)
         status = MPI.Status()
-        while self.data.Iprobe(source=MPI.ANY_SOURCE, tag=_DATA_TAG, status=status):
-            raw = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+        while True:
+            self.data.Probe(source=MPI.ANY_SOURCE, tag=_DATA_TAG, status=status)
             source = status.Get_source()
+            raw = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
             self.data.Recv(raw, source=source, tag=_DATA_TAG)
-            items = decode(raw)
+            header = read_header(raw)
             # Send posted to receive complete, on the system clock (shared by the ranks of a
             # node, NTP-aligned across nodes): what the simulator's network is calibrated on.
-            seconds = (time.time_ns() - items[0][0].sent_ns) * 1e-9
-            self.message_log.append((source, raw.nbytes, seconds))
-            for env, payload in items:
-                self.handle(self.file(env, payload))
-            progressed = True
-        if self.sends:
-            self.finish_sends(wait=False)
-        return progressed
+            self.message_log.append((source, raw.nbytes, (time.time_ns() - header.sent_ns) * 1e-9))
+            self.progress_at = time.perf_counter()
+            if header.round == round_:
+                self.prune_sends()
+                return source, raw
+            self.stash.setdefault(header.round, []).append((source, raw))
 
-    def finish_sends(self, wait: bool = True) -> None:
+    def prune_sends(self) -> None:
         from mpi4py import MPI
 
-        if not self.sends:
+        if len(self.sends) < 16:
             return
-        requests = [r for r, _ in self.sends]
-        if wait:
-            MPI.Request.Waitall(requests)
-            self.sends.clear()
-            return
-        done = MPI.Request.Testsome(requests) or []
+        done = MPI.Request.Testsome([r for r, _ in self.sends]) or []
         if done:
             finished = set(done)
             self.sends = [s for i, s in enumerate(self.sends) if i not in finished]
+
+    def finish_sends(self) -> None:
+        from mpi4py import MPI
+
+        if self.sends:
+            MPI.Request.Waitall([r for r, _ in self.sends])
+            self.sends.clear()
+
+    # -- failures ------------------------------------------------------------------------
+
+    def watch(self, stop: threading.Event) -> None:
+        """Abort the run when nothing has progressed for ``timeout`` seconds."""
+        period = min(1.0, self.timeout / 4)
+        while not stop.wait(period):
+            if time.perf_counter() - self.progress_at > self.timeout:
+                self.abort(f"no progress for {self.timeout:g} s; waiting for {self.waiting_for}")
+
+    def abort(self, message: str) -> None:
+        sys.stderr.write(f"grapeshot: error: rank {self.rank}: {message}\n")
+        sys.stderr.flush()
+        self.data.Abort(3)
+
+
+def _is_grid(phase: Phase) -> bool:
+    """Whether the phase's exchange uses the planned grid packers (no custom pack/unpack)."""
+    ex = phase.exchange
+    return ex is not None and ex.pack is None and ex.unpack is None

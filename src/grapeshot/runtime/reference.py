@@ -17,7 +17,7 @@ from grapeshot.model.errors import InputError
 from grapeshot.model.program import Context, Program, neighbour_offsets
 from grapeshot.runtime.executor import RankResult, TaskRecord
 from grapeshot.runtime.warmup import warm_up
-from grapeshot.runtime.wire import HALO, MIGRANTS, Envelope, decode, encode
+from grapeshot.runtime.wire import HALO, MIGRANTS, decode_items, encode_items, stamp
 
 _TAG = 13
 
@@ -50,10 +50,10 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
             """Send one buffer to every neighbour; wait for one from each; slot order."""
             requests = []
             for (offset, q), payload in zip(neighbours, payloads, strict=True):
-                env = Envelope(
-                    kind, step, phase, q, slot_of[tuple(-o for o in offset)], payload is not None
-                )
-                raw = encode([(env, payload)], 0)
+                slot = slot_of[tuple(-o for o in offset)]
+                items = [] if payload is None else [(q, slot, payload)]
+                raw = encode_items(step, phase, kind, items)
+                stamp(raw)
                 requests.append((data.Isend(raw, dest=q, tag=_TAG), raw))
                 sent[0] += raw.nbytes
                 sent[1] += 1
@@ -65,8 +65,8 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                 data.Probe(source=q, tag=_TAG, status=status)
                 raw = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
                 data.Recv(raw, source=q, tag=_TAG)
-                ((env, payload),) = decode(raw)
-                got[env.slot] = payload
+                for _, slot, payload in decode_items(raw):
+                    got[slot] = payload
             MPI.Request.Waitall([r for r, _ in requests])
             return [got[s] for s in sorted(got)]
 
@@ -83,11 +83,9 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                     for (_, q), payload in zip(neighbours, payloads, strict=True):
                         halo_bytes[(rank, q)] = halo_bytes.get((rank, q), 0) + payload.nbytes
                     unpack = phase.exchange.unpacker()
-                    for payload, slot in zip(
-                        swap(HALO, step, k, payloads),
-                        sorted(slot_of[o] for o, _ in neighbours),
-                        strict=True,
-                    ):
+                    arrived = swap(HALO, step, k, payloads)
+                    slots = sorted(slot_of[o] for o, _ in neighbours)
+                    for payload, slot in zip(arrived, slots, strict=True):
                         unpack(block, box, offsets[slot], payload)
                     if phase.exchange.boundary is not None:
                         phase.exchange.boundary(block, box)
@@ -123,7 +121,7 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                 if phase.migrate is not None:
                     leaving = phase.migrate.emigrate(block, box)
                     arrived = swap(MIGRANTS, step, k, [leaving.get(o) for o, _ in neighbours])
-                    phase.migrate.immigrate(block, box, [b for b in arrived if b is not None])
+                    phase.migrate.immigrate(block, box, arrived)
             work.append(int(program.work(block, box)))
         wall = time.perf_counter() - t0
         return RankResult(

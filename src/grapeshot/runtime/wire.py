@@ -1,78 +1,103 @@
-"""The runtime's message format: buffers with self-describing headers, batched per rank.
+"""The runtime's messages: one per rank pair and round, a fixed int64 header, raw payloads.
 
-One MPI message carries every buffer a rank had ready for another rank at that moment
-(halos and emigrants of possibly many partitions): a count, then per buffer a fixed int64
-header and its raw bytes, padded to 8 bytes. The header says what the buffer is for, so a
-receiver can take messages in any order (``MPI_ANY_SOURCE``) and file each buffer under the
-task it feeds; the buffer keeps its dtype and shape so ``unpack`` sees exactly what ``pack``
-made. Batching matters: per MPI message the Python side pays tens of microseconds.
+Every message starts with :data:`HEADER` int64 words: the round it belongs to (step, phase,
+kind), the system-clock nanoseconds when it was sent (what the simulator's network is
+calibrated on) and the number of items. A *grid* message (a planned halo exchange) carries
+after the header only the gathered cells, in the order both ends derive from the plan. An
+*item* message (custom packers, emigrants) carries a table of ``n_items`` rows of
+:data:`ITEM` words ``(part, slot, dtype, ndim, shape[4])`` and then each item's raw bytes
+padded to 8, so an item keeps its dtype and shape. Encoding and decoding touch Python once
+per item only to build or return the arrays; the headers are numpy arrays.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 HALO, MIGRANTS = 1, 2
-_HEADER = 13  # int64 words: 8 of envelope, 4 of shape, the send time
+HEADER = 5  # step, phase, kind, sent_ns, n_items
+ITEM = 8  # part, slot, dtype char, ndim, shape[4]
 _MAX_NDIM = 4
 
 
 @dataclass(frozen=True)
-class Envelope:
-    """What a buffer is for: ``part`` (the receiver) takes it before task ``(step, phase)``;
-    ``slot`` is the sender's position in the receiver's neighbour_offsets order."""
+class Header:
+    """What a message is for: the round ``(step, phase, kind)``, when it left, how many items."""
 
-    kind: int
     step: int
     phase: int
-    part: int
-    slot: int
-    present: bool
-    #: When the sender posted it: nanoseconds of the system clock (``time.time_ns``).
-    sent_ns: int = 0
+    kind: int
+    sent_ns: int
+    n_items: int
+
+    @property
+    def round(self) -> tuple[int, int, int]:
+        """``(step, phase, kind)``."""
+        return (self.step, self.phase, self.kind)
 
 
-def encode(items: Sequence[tuple[Envelope, np.ndarray | None]], sent_ns: int) -> np.ndarray:
-    """One contiguous uint8 buffer holding every ``(envelope, payload)`` of ``items``."""
-    chunks = [np.array([len(items)], dtype=np.int64).view(np.uint8)]
-    for env, payload in items:
-        arr = np.zeros(0, dtype=np.uint8) if payload is None else np.ascontiguousarray(payload)
-        if arr.ndim > _MAX_NDIM:
-            raise ValueError(f"buffers of at most {_MAX_NDIM} dimensions travel; got {arr.ndim}")
-        header = np.zeros(_HEADER, dtype=np.int64)
-        header[:8] = (
-            env.kind, env.step, env.phase, env.part, env.slot, int(env.present),
-            ord(arr.dtype.char), arr.ndim,
-        )  # fmt: skip
-        header[8 : 8 + arr.ndim] = arr.shape
-        header[12] = sent_ns
-        chunks.append(header.view(np.uint8))
-        data = arr.reshape(-1).view(np.uint8)
-        chunks.append(data)
-        if data.nbytes % 8:
-            chunks.append(np.zeros(8 - data.nbytes % 8, dtype=np.uint8))
-    return np.concatenate(chunks)
+def new_message(step: int, phase: int, kind: int, n_items: int, payload_bytes: int) -> np.ndarray:
+    """An uninitialised uint8 message with its header written (send time still 0)."""
+    raw = np.empty(HEADER * 8 + payload_bytes, dtype=np.uint8)
+    raw[: HEADER * 8].view(np.int64)[:] = (step, phase, kind, 0, n_items)
+    return raw
 
 
-def decode(raw: np.ndarray) -> list[tuple[Envelope, np.ndarray | None]]:
-    """Inverse of :func:`encode`: the ``(envelope, payload)`` pairs, payloads as views."""
-    count = int(raw[:8].view(np.int64)[0])
-    at = 8
+def stamp(raw: np.ndarray) -> None:
+    """Write the send time (``time.time_ns``) into the header, just before sending."""
+    raw[24:32].view(np.int64)[0] = time.time_ns()
+
+
+def read_header(raw: np.ndarray) -> Header:
+    """The header of a received message."""
+    step, phase, kind, sent_ns, n_items = (int(x) for x in raw[: HEADER * 8].view(np.int64))
+    return Header(step, phase, kind, sent_ns, n_items)
+
+
+def payload(raw: np.ndarray) -> np.ndarray:
+    """The bytes after the header (a view)."""
+    return raw[HEADER * 8 :]
+
+
+def encode_items(
+    step: int, phase: int, kind: int, items: Sequence[tuple[int, int, np.ndarray]]
+) -> np.ndarray:
+    """One message holding ``(part, slot, array)`` items (arrays of at most 4 dimensions)."""
+    arrays = [np.ascontiguousarray(a) for _, _, a in items]
+    table = np.zeros((len(items), ITEM), dtype=np.int64)
+    sizes = np.zeros(len(items), dtype=np.int64)
+    for i, ((part, slot, _), a) in enumerate(zip(items, arrays, strict=True)):
+        if a.ndim > _MAX_NDIM:
+            raise ValueError(f"buffers of at most {_MAX_NDIM} dimensions travel; got {a.ndim}")
+        table[i, :4] = (part, slot, ord(a.dtype.char), a.ndim)
+        table[i, 4 : 4 + a.ndim] = a.shape
+        sizes[i] = a.nbytes
+    padded = sizes + (-sizes) % 8
+    raw = new_message(step, phase, kind, len(items), table.nbytes + int(padded.sum()))
+    body = payload(raw)
+    body[: table.nbytes] = table.view(np.uint8).ravel()
+    at = table.nbytes
+    for a, size, pad in zip(arrays, sizes, padded, strict=True):
+        body[at : at + size] = a.reshape(-1).view(np.uint8)
+        at += int(pad)
+    return raw
+
+
+def decode_items(raw: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """Inverse of :func:`encode_items`: ``(part, slot, array)`` with arrays as views."""
+    n = read_header(raw).n_items
+    body = payload(raw)
+    table = body[: n * ITEM * 8].view(np.int64).reshape(n, ITEM)
+    at = n * ITEM * 8
     items = []
-    for _ in range(count):
-        header = raw[at : at + _HEADER * 8].view(np.int64)
-        at += _HEADER * 8
-        kind, step, phase, part, slot, present, char, ndim = (int(x) for x in header[:8])
-        env = Envelope(kind, step, phase, part, slot, bool(present), int(header[12]))
-        if not present:
-            items.append((env, None))
-            continue
+    for part, slot, char, ndim, *shape in table.tolist():
         dtype = np.dtype(chr(char))
-        shape = tuple(int(x) for x in header[8 : 8 + ndim])
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        items.append((env, raw[at : at + nbytes].view(dtype).reshape(shape)))
-        at += nbytes + (-nbytes) % 8
+        shape = tuple(shape[:ndim])
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        items.append((part, slot, body[at : at + size].view(dtype).reshape(shape)))
+        at += size + (-size) % 8
     return items

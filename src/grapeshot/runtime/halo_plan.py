@@ -1,0 +1,237 @@
+"""Plan once, apply every step: the halo traffic of one rank as index arrays (Cabana's halo).
+
+For a placement, every rank computes, for each partition it owns and each neighbour:
+
+- where the halo buffer goes (a partition of this rank, or another rank), and in which order
+  the buffers of one rank pair travel in their single message (sorted by receiving
+  partition, then by the sender's slot in the receiver's :func:`neighbour_offsets` order; both
+  ends enumerate the same pairs, so no per-buffer header is needed);
+- for grid exchanges (no custom ``pack``/``unpack``), the flat cell indices of the slabs in a
+  rank-wide *arena* holding every local partition's copy of the field: one gather per
+  destination rank packs a whole message, one scatter per source rank unpacks it, one copy
+  moves every halo between partitions of the same rank;
+- per partition, how many other ranks it waits on (the readiness counters).
+
+Everything here is pure numpy over one process; :mod:`grapeshot.runtime.executor` only
+applies it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grapeshot.model.program import Block, Box, Offset, halo_slab, neighbour_offsets
+
+
+@dataclass(frozen=True)
+class Link:
+    """A halo buffer from partition ``src`` to partition ``dst``.
+
+    ``offset`` is where ``dst`` lies seen from ``src``; ``slot`` is the index of ``-offset`` in
+    ``dst``'s :func:`neighbour_offsets` order (where the buffer lands).
+    """
+
+    src: int
+    dst: int
+    offset: Offset
+    slot: int
+
+
+@dataclass
+class RankLinks:
+    """Every link that touches the partitions of one rank, grouped as the runtime uses them.
+
+    Attributes
+    ----------
+    local
+        Links between two partitions of this rank, in ``(src, offset)`` order.
+    send
+        ``{rank: links}`` from this rank's partitions to that rank's, in message order.
+    recv
+        ``{rank: links}`` from that rank's partitions to this rank's, in message order.
+    waits_on
+        bool, ``(len(recv), L)``: whether local partition ``i`` (position in ``local_parts``)
+        gets a buffer from the ``j``-th rank of ``recv`` (sorted rank order).
+    """
+
+    rank: int
+    local_parts: np.ndarray
+    local: list[Link]
+    send: dict[int, list[Link]]
+    recv: dict[int, list[Link]]
+    waits_on: np.ndarray = field(repr=False)
+
+    @property
+    def peers(self) -> list[int]:
+        """Ranks this rank exchanges with, ascending."""
+        return sorted(set(self.send) | set(self.recv))
+
+    @property
+    def sources(self) -> list[int]:
+        """Ranks this rank receives from, ascending (the rows of ``waits_on``)."""
+        return sorted(self.recv)
+
+
+def _message_order(link: Link) -> tuple[int, int]:
+    return (link.dst, link.slot)
+
+
+def rank_links(boxes: list[Box], node_of: np.ndarray, rank: int) -> RankLinks:
+    """The links of ``rank`` under placement ``node_of`` (int array ``(P,)``: rank per part)."""
+    node_of = np.asarray(node_of)
+    ndim = len(boxes[0].parts_shape)
+    offsets = neighbour_offsets(ndim)
+    slot_of = {o: i for i, o in enumerate(offsets)}
+    local_parts = np.flatnonzero(node_of == rank)
+    position = {int(p): i for i, p in enumerate(local_parts)}
+    local: list[Link] = []
+    send: dict[int, list[Link]] = {}
+    recv: dict[int, list[Link]] = {}
+    for p in local_parts:
+        box = boxes[p]
+        for o in offsets:
+            q = box.neighbour(o)
+            if q is None:
+                continue
+            link = Link(int(p), q, o, slot_of[tuple(-x for x in o)])
+            if node_of[q] == rank:
+                local.append(link)
+            else:
+                send.setdefault(int(node_of[q]), []).append(link)
+                # What q sends back to p: the same pair seen from the other side.
+                back = Link(q, int(p), tuple(-x for x in o), slot_of[o])
+                recv.setdefault(int(node_of[q]), []).append(back)
+    for table in (send, recv):
+        for links in table.values():
+            links.sort(key=_message_order)
+    sources = sorted(recv)
+    waits_on = np.zeros((len(sources), len(local_parts)), dtype=bool)
+    for j, r in enumerate(sources):
+        waits_on[j, [position[link.dst] for link in recv[r]]] = True
+    return RankLinks(rank, local_parts, local, dict(sorted(send.items())), recv, waits_on)
+
+
+class Arena:
+    """One flat array per grid field holding the field of every local partition.
+
+    After :meth:`adopt`, ``block[name]`` of each local partition is a view of its segment, so
+    kernels that write the field in place keep the arena current and halos move by fancy
+    indexing over the arena. A kernel that rebinds ``block[name]`` to a new array is caught by
+    :meth:`refresh`, which copies the new array in and restores the view.
+    """
+
+    def __init__(self, names: tuple[str, ...], parts: np.ndarray, blocks: dict[int, Block]):
+        self.names = names
+        self.parts = [int(p) for p in parts]
+        self.flat: dict[str, np.ndarray] = {}
+        self.base: dict[str, dict[int, int]] = {}
+        self.views: dict[str, dict[int, np.ndarray]] = {}
+        for name in names:
+            arrays = [np.asarray(blocks[p][name]) for p in self.parts]
+            dtypes = {a.dtype for a in arrays}
+            if len(dtypes) != 1:
+                raise ValueError(f"grid field {name!r} has several dtypes across partitions")
+            sizes = np.array([a.size for a in arrays], dtype=np.int64)
+            starts = np.concatenate([[0], np.cumsum(sizes)])
+            flat = np.empty(int(starts[-1]), dtype=arrays[0].dtype)
+            self.flat[name] = flat
+            self.base[name] = {p: int(starts[i]) for i, p in enumerate(self.parts)}
+            self.views[name] = {}
+            for i, p in enumerate(self.parts):
+                view = flat[starts[i] : starts[i + 1]].reshape(arrays[i].shape)
+                view[...] = arrays[i]
+                self.views[name][p] = view
+                blocks[p][name] = view
+
+    def refresh(self, blocks: dict[int, Block], name: str) -> None:
+        """Bring back into the arena any ``block[name]`` a kernel replaced by a new array."""
+        views = self.views[name]
+        for p in self.parts:
+            current = blocks[p][name]
+            view = views[p]
+            if current is not view:
+                if np.shape(current) != view.shape:
+                    raise ValueError(
+                        f"partition {p}: grid field {name!r} changed shape from {view.shape} "
+                        f"to {np.shape(current)}; exchanged grid fields keep their shape"
+                    )
+                view[...] = current
+                blocks[p][name] = view
+
+
+def _slab_indices(shape: tuple[int, ...], box: Box, offset: Offset, width: int, ghost: bool):
+    """Flat C-order indices, within a field of ``shape``, of a halo slab (trailing axes whole)."""
+    if shape[: box.ndim] != box.padded_shape:
+        raise ValueError(
+            f"partition {box.part}: grid field of shape {shape} does not start with the padded "
+            f"box shape {box.padded_shape}"
+        )
+    sl = halo_slab(box, offset, width, ghost_side=ghost)
+    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[sl].ravel()
+
+
+@dataclass
+class GridPlan:
+    """Index arrays of one grid exchange on one rank, per field.
+
+    ``local_src``/``local_dst`` copy every local halo inside the arena; ``send[r]`` gathers the
+    message to rank ``r`` and ``recv[r]`` scatters the one from rank ``r``, fields one after
+    the other in ``names`` order.
+    """
+
+    names: tuple[str, ...]
+    local_src: dict[str, np.ndarray]
+    local_dst: dict[str, np.ndarray]
+    send: dict[int, dict[str, np.ndarray]]
+    recv: dict[int, dict[str, np.ndarray]]
+    #: ``{(src, dst): bytes}`` one round of this exchange moves between partitions.
+    pair_bytes: dict[tuple[int, int], int]
+
+    def message_bytes(self, table: dict[int, dict[str, np.ndarray]], arena: Arena, r: int) -> int:
+        """Payload bytes of the message to or from rank ``r`` (each field padded to 8)."""
+        total = 0
+        for name in self.names:
+            n = table[r][name].size * arena.flat[name].dtype.itemsize
+            total += n + (-n) % 8
+        return total
+
+
+def grid_plan(
+    links: RankLinks,
+    boxes: list[Box],
+    arena: Arena,
+    names: tuple[str, ...],
+    width: int,
+) -> GridPlan:
+    """The :class:`GridPlan` of an exchange of ``names`` (``width`` cells) under ``links``."""
+
+    # Only local partitions' slabs are ever indexed: the sender gathers its interiors, the
+    # receiver scatters into its ghosts.
+    def shape_of(name: str, part: int) -> tuple[int, ...]:
+        return arena.views[name][part].shape
+
+    def gather(name: str, link_list: list[Link], ghost: bool, with_base: bool) -> np.ndarray:
+        chunks = []
+        for link in link_list:
+            part = link.dst if ghost else link.src
+            offset = tuple(-x for x in link.offset) if ghost else link.offset
+            idx = _slab_indices(shape_of(name, part), boxes[part], offset, width, ghost)
+            chunks.append(idx + arena.base[name][part] if with_base else idx)
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+
+    local_src = {n: gather(n, links.local, False, True) for n in names}
+    local_dst = {n: gather(n, links.local, True, True) for n in names}
+    send = {r: {n: gather(n, ls, False, True) for n in names} for r, ls in links.send.items()}
+    recv = {r: {n: gather(n, ls, True, True) for n in names} for r, ls in links.recv.items()}
+    pair_bytes: dict[tuple[int, int], int] = {}
+    for link in [*links.local, *(x for ls in links.send.values() for x in ls)]:
+        nbytes = 0
+        for name in names:
+            cells = _slab_indices(
+                shape_of(name, link.src), boxes[link.src], link.offset, width, False
+            ).size
+            nbytes += cells * arena.flat[name].dtype.itemsize
+        pair_bytes[(link.src, link.dst)] = nbytes
+    return GridPlan(names, local_src, local_dst, send, recv, pair_bytes)
