@@ -1,19 +1,27 @@
-"""Task-runtime overhead, measured against the bulk-synchronous reference in the same run.
+"""Task-runtime overhead per task and per halo buffer, against compiled baselines in one run.
 
 Run with two ranks (this machine's two cores):
 
     .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/bench_runtime.py
 
-1. Empty kernels: the runtime's cost per task (no exchange) and per halo message (tiny
-   halos between every pair of neighbouring partitions), from programs whose kernels do
-   nothing.
-2. A balanced stencil program, one partition per rank: task runtime vs the reference
-   executor (Birdshot reports its runtime within 10% of MPI). Each is run ``REPEATS`` times,
-   interleaved, and the best of each is compared: the ratio is task / reference.
+1. **Per task**: programs whose kernels do nothing, 2-D, (8·ranks) × 8 partitions, 4 phases,
+   50 steps, one thread per rank: wall time per task on a rank. Baseline: the plainest loop a
+   user could write over the same tasks (``for step, phase, partition: kernel(...)``, one
+   Python call per task and nothing else), timed in the same run. Target: ≤ 10 µs a task.
+2. **Per halo buffer**: the same with a one-cell halo exchange before every phase (8
+   neighbours per partition, corners included): the extra wall time per buffer a rank
+   receives. Baseline: a compiled loop doing only the same copies (each buffer's cells from
+   the sender's interior to the receiver's ghost cells, all partitions in one process),
+   checked equal to the serial executor's exchange in the same run. Target: ≤ 2 µs a buffer.
+3. Global reductions, per algorithm.
+4. A balanced stencil, one partition per rank: task runtime vs the bulk-synchronous
+   reference executor (Birdshot reports its runtime within 10% of MPI). Each is run
+   ``REPEATS`` times, interleaved, and the best of each is compared.
 """
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from pathlib import Path
@@ -21,11 +29,22 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 from numba import njit
+from numba.typed import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from grapeshot.model.program import Exchange, Phase, Program, Reduction
+from grapeshot.model.program import (
+    Context,
+    Exchange,
+    Phase,
+    Program,
+    Reduction,
+    halo_slab,
+    neighbour_offsets,
+)
 from grapeshot.runtime.driver import run_program
+from grapeshot.runtime.serial import exchange_all
+from timing import best_of
 
 REPEATS = 5
 
@@ -113,6 +132,68 @@ def _wall(program: Program, steps: int, executor: str, comm, reduction: str = "m
     return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
 
 
+def _plain_loop(program: Program, steps: int) -> float:
+    """The baseline of a task: one Python call per task over the same tasks, nothing else."""
+    boxes = program.boxes()
+    blocks = [program.init_block(b) for b in boxes]
+    ctx = Context(0, 0.0)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        for phase in program.phases:
+            kernel = phase.kernel
+            for box, block in zip(boxes, blocks, strict=True):
+                kernel(block, box, ctx)
+    return time.perf_counter() - t0
+
+
+@njit(cache=True, nogil=True)
+def _copy_slabs(fields, src_part, src_idx, dst_part, dst_idx, ptr):
+    for b in range(ptr.size - 1):
+        src = fields[src_part[b]]
+        dst = fields[dst_part[b]]
+        for k in range(ptr[b], ptr[b + 1]):
+            dst[dst_idx[k]] = src[src_idx[k]]
+
+
+def _halo_baseline(program: Program, rounds: int) -> tuple[float, int]:
+    """Seconds per buffer of a compiled loop doing only the halo copies; checked correct."""
+    boxes = program.boxes()
+    blocks = [program.init_block(b) for b in boxes]
+    for b, block in zip(boxes, blocks, strict=True):
+        block["u"][...] = np.arange(block["u"].size).reshape(block["u"].shape) + 1000 * b.part
+    expected = copy.deepcopy(blocks)
+    exchange_all(program.phases[0].exchange, boxes, expected)
+    src_part, dst_part, src_idx, dst_idx, ptr = [], [], [], [], [0]
+    for box in boxes:
+        for o in neighbour_offsets(2):
+            q = box.neighbour(o)
+            if q is None:
+                continue
+            back = tuple(-x for x in o)
+            shape = box.padded_shape
+            flat = np.arange(int(np.prod(shape))).reshape(shape)
+            src = flat[halo_slab(box, o, 1, False)].ravel()
+            qflat = np.arange(int(np.prod(boxes[q].padded_shape))).reshape(boxes[q].padded_shape)
+            dst = qflat[halo_slab(boxes[q], back, 1, True)].ravel()
+            src_part.append(box.part)
+            dst_part.append(q)
+            src_idx.append(src)
+            dst_idx.append(dst)
+            ptr.append(ptr[-1] + src.size)
+    fields = List([block["u"].reshape(-1) for block in blocks])
+    args = (
+        fields, np.array(src_part), np.concatenate(src_idx), np.array(dst_part),
+        np.concatenate(dst_idx), np.array(ptr),
+    )  # fmt: skip
+    _copy_slabs(*args)
+    for block, want in zip(blocks, expected, strict=True):
+        if not np.array_equal(block["u"], want["u"]):
+            raise AssertionError("the baseline's halo copies differ from the serial exchange")
+    buffers = len(src_part)
+    seconds = best_of(lambda: [_copy_slabs(*args) for _ in range(rounds)], 3)
+    return seconds / (rounds * buffers), buffers
+
+
 def main() -> None:
     comm = MPI.COMM_WORLD
     size = comm.Get_size()
@@ -120,6 +201,7 @@ def main() -> None:
     steps = 50
     # Warm up numba and the code paths.
     _wall(Empty((size, 2), False), 2, "task", comm)
+    _wall(Empty((size, 2), True), 2, "task", comm)
     _wall(Balanced((size, 1), sweeps=1), 2, "task", comm)
     _wall(Balanced((size, 1), sweeps=1), 2, "reference", comm)
 
@@ -128,21 +210,24 @@ def main() -> None:
     no_ex = min(_wall(Empty(parts, False), steps, "task", comm) for _ in range(3))
     with_ex = min(_wall(Empty(parts, True), steps, "task", comm) for _ in range(3))
     prog = Empty(parts, True)
-    boxes = prog.boxes()
-    halos = sum(
-        1
-        for b in boxes
-        for o in ((-1, 0), (1, 0), (0, -1), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
-        if b.neighbour(o) is not None
-    )
-    per_rank_msgs = halos * 4 * steps / size
+    per_task = no_ex / n_tasks
+    plain = min(_plain_loop(Empty(parts, False), steps) for _ in range(3)) / (n_tasks * size)
+    base_buffer, buffers = _halo_baseline(prog, 20)
+    per_rank_buffers = buffers * 4 * steps / size
+    per_buffer = (with_ex - no_ex) / per_rank_buffers
     say(
-        f"empty kernels, {parts[0]}x{parts[1]} partitions on {size} ranks, {steps} steps x 4 phases"
+        f"empty kernels, {parts[0]}x{parts[1]} partitions on {size} ranks, {steps} steps × 4 phases"
     )
-    say(f"  per task (no exchange):      {no_ex / n_tasks * 1e6:8.1f} us")
     say(
-        f"  per halo buffer (pack, move, unpack; local and remote): "
-        f"{(with_ex - no_ex) / per_rank_msgs * 1e6:8.1f} us"
+        f"  per task (no exchange):   {per_task * 1e6:7.2f} us   plain Python loop over the "
+        f"tasks {plain * 1e6:6.2f} us   ratio {per_task / plain:5.1f}   "
+        f"{'PASS' if per_task <= 10e-6 else 'MISS'} (target <= 10 us)"
+    )
+    say(
+        f"  per halo buffer (8 neighbours, one-cell halo, pack + move + unpack): "
+        f"{per_buffer * 1e6:6.2f} us   compiled copies only {base_buffer * 1e6:6.3f} us   "
+        f"ratio {per_buffer / base_buffer:5.1f}   "
+        f"{'PASS' if per_buffer <= 2e-6 else 'MISS'} (target <= 2 us)"
     )
 
     say(f"global reductions (ordered sums of {parts[0] * parts[1]} values), per reduction:")

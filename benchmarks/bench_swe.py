@@ -162,11 +162,12 @@ def main() -> None:
     dt = cfg.cfl / program.phases[0].kernel(block, box, None)
     q, bed, fx, fy = block["q"], block["bed"], block["fx"], block["fy"]
     out = np.zeros_like(q)
+    wet = np.zeros(1, dtype=np.int64)
     man = cfg.setup.manning
 
     def numba_stage() -> None:
         swe.swe_stage(q, q, bed, fx, fy, out, g, dt, dx, dy, cfg.h_dry, cfg.gravity, man,
-                      1e-9, True)  # fmt: skip
+                      1e-9, True, wet)  # fmt: skip
 
     numba_stage()  # compile / load the cache outside the timing
     reference = numpy_stage(q, bed, g, dt, dx, dy, cfg.h_dry, cfg.gravity, man)

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.machine_file import load_machine
 from grapeshot.model.synthetic import synthetic_workload
 from grapeshot.model.workload_file import load_workload, save_workload
 from grapeshot.sim.calibrate import calibration_from_record
+from grapeshot.sim.replay import replay
 from tests.mpi_harness import run_mpi
 
 pytestmark = pytest.mark.mpi
@@ -76,11 +78,52 @@ def test_timeline_is_chrome_trace(recorded) -> None:
 
 
 def test_calibration_from_the_record(recorded) -> None:
-    _, record, _ = recorded
+    summary, record, _ = recorded
+    with h5py.File(record) as f:
+        # The ping-pong after the run: 8 B to 2 MiB, times growing with the size.
+        sizes, seconds = f["run/network/bytes"][()], f["run/network/seconds"][()]
+        assert sizes.min() == 8 and sizes.max() == 2 << 20 and (seconds > 0).all()
+        assert seconds[-1] > seconds[0]
+        copied = f["run/ranks/copied_bytes"][()]
+        assert (copied > 0).all()
+        assert np.allclose(f["run/ranks/halo_seconds"][()], summary["halo_seconds"])
     cal = calibration_from_record(str(record))
     assert cal.latency >= 0 and cal.bandwidth > 0
     assert cal.task_overhead >= 0 and cal.task_scale > 0
+    assert cal.copy_bandwidth > 0 and cal.serial_overhead >= 0
     assert np.isfinite([cal.message_rms, cal.task_rms]).all()
+    # Runtime overheads spread over the simulated phases; measured costs add no task fit.
+    machine = load_machine("plafrim", 2)
+    _, two = cal.apply(machine, phases=2)
+    assert two.task == pytest.approx((cal.task_overhead + cal.serial_overhead) / 2)
+    _, measured = cal.apply(machine, phases=2, measured_costs=True)
+    assert measured.task == pytest.approx(cal.serial_overhead / 2)
+    assert measured.copy_bandwidth == cal.copy_bandwidth
+
+
+def test_replay_simulates_the_recorded_run(recorded) -> None:
+    summary, record, _ = recorded
+    r = replay(str(record), calibration_from_record(str(record)))
+    assert r.measured == pytest.approx(summary["wall_time"])
+    assert r.predicted > 0 and r.result.makespan.shape == (12,)
+    # The prediction is built from the record's own busy time: at least the busiest rank's.
+    assert r.predicted >= 0.9 * max(summary["busy"])
+
+
+def test_simulate_calibrated_from_the_record(recorded, tmp_path) -> None:
+    _, record, _ = recorded
+    proc = run_mpi(
+        1,
+        [
+            "-m", "grapeshot.cli.main", "simulate", "--trace", str(record), "--machine",
+            "plafrim", "--nodes", "2", "--strategy", "geometric,birdshot", "--ppc", "1",
+            "--phases", "2", "--calibrate", str(record), "--no-figures", "--json",
+        ],
+    )  # fmt: skip
+    runs = json.loads(proc.stdout)["runs"]
+    assert {r["strategy"] for r in runs} == {"geometric", "birdshot"}
+    assert all(r["total_time"] > 0 for r in runs)
+    assert "calibrated from" in proc.stderr
 
 
 def test_calibration_needs_a_run_record(tmp_path) -> None:

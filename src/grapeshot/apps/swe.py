@@ -338,7 +338,7 @@ def swe_fluxes(
 def swe_update(
     q0: np.ndarray, q: np.ndarray, fx: np.ndarray, fy: np.ndarray, out: np.ndarray, g: int,
     dt: float, dx: float, dy: float, h_dry: float, grav: float, manning: float,
-    neg_tol: float, first: bool,
+    neg_tol: float, first: bool, wet_count: np.ndarray,
 ) -> int:  # fmt: skip
     """One Heun stage on the interior: ``V = Q + dt L(Q)``; out = V (first) or (Q0 + V)/2.
 
@@ -358,6 +358,9 @@ def swe_update(
         ever slows the water down.
     neg_tol
         A depth below ``-neg_tol`` (m) is a positivity failure, not round-off.
+    wet_count
+        int64 ``(1,)``: after the second stage, the interior cells left wet (``h > h_dry``),
+        the step's work count, counted here so that it costs no pass of its own.
 
     Returns
     -------
@@ -369,6 +372,7 @@ def swe_update(
     kx = dt / dx
     ky = dt / dy
     bad = -1
+    n_wet = 0
     for i in range(nx):
         pi = i + g
         for j in range(ny):
@@ -411,7 +415,9 @@ def swe_update(
             if vh <= h_dry:
                 vhu = 0.0
                 vhv = 0.0
-            elif manning > 0.0:
+            else:
+                n_wet += 1
+            if vh > h_dry and manning > 0.0:
                 speed = math.sqrt(vhu * vhu + vhv * vhv) / vh
                 damp = 1.0 / (1.0 + dt * grav * manning * manning * speed / vh ** (4.0 / 3.0))
                 vhu *= damp
@@ -423,6 +429,8 @@ def swe_update(
                 vh >= -neg_tol and vh < math.inf and math.isfinite(vhu) and math.isfinite(vhv)
             ):
                 bad = i * ny + j
+    if not first:
+        wet_count[0] = n_wet
     return bad
 
 
@@ -430,11 +438,13 @@ def swe_update(
 def swe_stage(
     q0: np.ndarray, q: np.ndarray, bed: np.ndarray, fx: np.ndarray, fy: np.ndarray,
     out: np.ndarray, g: int, dt: float, dx: float, dy: float, h_dry: float, grav: float,
-    manning: float, neg_tol: float, first: bool,
+    manning: float, neg_tol: float, first: bool, wet_count: np.ndarray,
 ) -> int:  # fmt: skip
     """:func:`swe_fluxes` then :func:`swe_update`: one Heun stage, one call from Python."""
     swe_fluxes(q, bed, fx, fy, g, h_dry, grav)
-    return swe_update(q0, q, fx, fy, out, g, dt, dx, dy, h_dry, grav, manning, neg_tol, first)
+    return swe_update(
+        q0, q, fx, fy, out, g, dt, dx, dy, h_dry, grav, manning, neg_tol, first, wet_count
+    )
 
 
 @njit(cache=True, nogil=True)
@@ -548,7 +558,7 @@ class ShallowWater(Program):
     (Heun's first stage, same shape), ``bed`` float64 ``box.padded_shape`` (bed elevation,
     static, ghosts included), ``fx`` ``(nx + 1, ny, N_FACE)`` and ``fy`` ``(nx, ny + 1,
     N_FACE)`` (face records), ``bad`` int64 ``(1,)`` (first failing cell of the last kernel,
-    -1 if healthy).
+    -1 if healthy), ``wet`` int64 ``(1,)`` (wet interior cells after the last step).
     """
 
     name = "swe"
@@ -605,11 +615,12 @@ class ShallowWater(Program):
             "fx": np.zeros((nx + 1, ny, N_FACE)),
             "fy": np.zeros((nx, ny + 1, N_FACE)),
             "bad": np.full(1, -1, dtype=np.int64),
+            "wet": np.array([swe_count_wet(q, box.ghost, self.config.h_dry)], dtype=np.int64),
         }
 
     def work(self, block: Block, box: Box) -> int:
         """Wet cells (``h > h_dry``) of the partition."""
-        return int(swe_count_wet(block["q"], box.ghost, self.config.h_dry))
+        return int(block["wet"][0])  # kept current by the step's second stage
 
     def output_fields(self, block: Block, box: Box) -> dict[str, np.ndarray]:
         """``h`` (m), ``hu``, ``hv`` (m²/s) and ``bed`` (m) on the partition's cells."""
@@ -647,7 +658,7 @@ class ShallowWater(Program):
         src, dst = (q0, block["q1"]) if first else (block["q1"], q0)
         block["bad"][0] = swe_stage(
             q0, src, block["bed"], block["fx"], block["fy"], dst, box.ghost, self.dt(ctx),
-            dx, dy, c.h_dry, c.gravity, c.setup.manning, self._neg_tol, first,
+            dx, dy, c.h_dry, c.gravity, c.setup.manning, self._neg_tol, first, block["wet"],
         )  # fmt: skip
 
     def _stage1(self, block: Block, box: Box, ctx: Context) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,11 +13,6 @@ from rich.table import Table
 from grapeshot.cli.options import parse_cells, parse_parts
 from grapeshot.cli.output import console, emit_json
 from grapeshot.model.errors import GrapeshotError, InputError
-
-
-def default_threads(ranks: int) -> int:
-    """Cores of this machine shared among the ranks started on it (at least one)."""
-    return max(1, (os.cpu_count() or 1) // ranks)
 
 
 def run_command(
@@ -33,9 +27,13 @@ def run_command(
     ] = "birdshot",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the placement and scene.")] = 0,
     threads: Annotated[
-        int | None,
-        typer.Option("--threads", help="Worker threads per rank (default: cores / ranks)."),
-    ] = None,
+        int,
+        typer.Option(
+            "--threads",
+            help="Threads running tasks per rank. 1 (the default) is fastest: start one rank "
+            "per core instead (docs/runtime.md, threads).",
+        ),
+    ] = 1,
     executor: Annotated[
         str,
         typer.Option(
@@ -70,9 +68,9 @@ def run_command(
 ) -> None:
     """Run APP for real: place its micro-partitions on MPI ranks and execute every task.
 
-    Start it with `mpiexec -n N grapeshot run APP ...`: one rank per node, each with a pool
-    of worker threads (its cores) that run ready tasks first in, first out, while halo
-    messages for other tasks are in flight. Rank 0 places the partitions (--strategy) and
+    Start it with `mpiexec -n N grapeshot run APP ...`, one rank per core: each rank runs its
+    partitions' tasks first in, first out, in the order their halos arrive, while the
+    messages for the others are in flight. Rank 0 places the partitions (--strategy) and
     every rank builds its own. At the end rank 0 prints busy and idle time per rank, bytes
     sent, and `fields_digest`, a hash of the final fields that is equal across executors,
     rank counts and placements when the results are bitwise equal.
@@ -80,7 +78,7 @@ def run_command(
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
+    rank = comm.Get_rank()
     try:
         from grapeshot.apps import APPS, get_app
         from grapeshot.runtime.driver import run_program
@@ -95,7 +93,7 @@ def run_command(
         program = module.make_program(
             scene, part_shape, cells=parse_cells(cells, len(part_shape)), seed=seed
         )
-        n_threads = threads if threads is not None else default_threads(size)
+        n_threads = threads
         if n_threads < 1:
             raise InputError("--threads", f"got {n_threads}", "an integer >= 1")
         with Progress(console=console, transient=True, disable=rank != 0 or as_json) as bar:
@@ -112,6 +110,8 @@ def run_command(
                 migrate_at=migrate_at,
                 timeout=timeout,
                 on_step=(lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None,
+                # A record is what the simulator calibrates on: add the network's own figures.
+                probe_network=record is not None,
             )
         if outcome is None:
             return

@@ -222,6 +222,15 @@ def simulate_command(
         bool, typer.Option("--figures/--no-figures", help="Write the PNG figure.")
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    calibrate: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibrate",
+            help="Fit the machine's network, the runtime's overheads and the seconds per work "
+            "unit to this run record (grapeshot run --record) and simulate with them; "
+            "replaces --task-overhead, --msg-overhead and --seconds-per-work.",
+        ),
+    ] = None,
 ) -> None:
     if synthetic == "help":
         console.print(describe_kinds(), highlight=False, markup=False)
@@ -237,12 +246,27 @@ def simulate_command(
     step_range = _steps(steps, "--steps")
     window = _steps(timeline_steps, "--timeline-steps")
     m = load_machine(machine, nodes)
+    workload = load_workload(trace) if trace is not None else None
+    overheads = Overheads(task=task_overhead, message=msg_overhead)
+    if calibrate is not None:
+        from grapeshot.sim.calibrate import calibration_from_record
+
+        cal = calibration_from_record(str(calibrate))
+        seconds = workload is not None and workload.units == "s"
+        m, overheads = cal.apply(m, phases=phases, measured_costs=seconds)
+        seconds_per_work = cal.task_scale
+        err_console.print(
+            f"calibrated from {calibrate}: latency {cal.latency * 1e6:.1f} µs, bandwidth "
+            f"{cal.bandwidth / 1e9:.2f} GB/s, {overheads.task * 1e6:.1f} µs per task, "
+            f"{cal.task_scale:.3g} s per work unit",
+            highlight=False,
+        )
     options = SimOptions(
         phases=phases,
         sync=sync,
         collective=collective,
         pin=pin,
-        overheads=Overheads(task=task_overhead, message=msg_overhead),
+        overheads=overheads,
         hop_latency=hop_latency,
         state_bytes_per_cell=state_bytes,
         seconds_per_work=seconds_per_work,
@@ -250,7 +274,7 @@ def simulate_command(
     source = (
         WorkloadSource(spec=synthetic, steps=step_range)
         if synthetic is not None
-        else WorkloadSource(workload=load_workload(trace), steps=step_range)
+        else WorkloadSource(workload=workload, steps=step_range)
     )
     pairs = [(s, k) for k in ppcs for s in strategies]
     selected = _timeline_run(timeline_run, pairs) if timeline is not None else None

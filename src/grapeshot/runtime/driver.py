@@ -48,6 +48,9 @@ class RunOutcome:
         ``seconds`` from the send being posted to the receive completing.
     fields
         Final output fields over the whole domain.
+    network
+        With ``probe_network``: ``bytes`` and one-way ``seconds`` of a ping-pong between rank
+        0 and every other rank after the run (:func:`grapeshot.runtime.probe.ping_pong`).
     """
 
     summary: dict[str, Any]
@@ -58,6 +61,7 @@ class RunOutcome:
     halo_bytes: dict[tuple[int, int], int]
     fields: dict[str, np.ndarray]
     messages: dict[str, np.ndarray]
+    network: dict[str, np.ndarray] | None = None
 
 
 def place_on_ranks(program: Program, strategy: str, seed: int, ranks: int, threads: int):
@@ -80,6 +84,7 @@ def run_program(
     migrate_at: int | None = None,
     timeout: float = 120.0,
     on_step=None,
+    probe_network: bool = False,
 ) -> RunOutcome | None:
     """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
 
@@ -91,6 +96,9 @@ def run_program(
     migrate_at
         With the task executor: after this many steps, rebalance greedily on the last
         step's work counts (deterministic) and move the partitions that change rank.
+    probe_network
+        After the run, measure messages of 8 B to 2 MiB between the ranks (for calibrating
+        the simulator; a fraction of a second).
     """
     size, rank = comm.Get_size(), comm.Get_rank()
     if executor not in EXECUTORS:
@@ -148,9 +156,15 @@ def run_program(
             )
             results = [first, second]
     gathered = comm.gather([_portable(program, r) for r in results], root=0)
+    network = None
+    if probe_network and size > 1:
+        from grapeshot.runtime.probe import ping_pong
+
+        sizes, seconds = ping_pong(comm)
+        network = {"bytes": sizes, "seconds": seconds}
     if rank != 0:
         return None
-    return _outcome(
+    outcome = _outcome(
         program,
         gathered,
         node_of,
@@ -163,6 +177,8 @@ def run_program(
         reduction,
         migrated_bytes,
     )
+    outcome.network = network
+    return outcome
 
 
 def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
@@ -237,6 +253,10 @@ def _portable(program: Program, r: RankResult) -> dict[str, Any]:
         "message_log": r.message_log,
         "reduce_seconds": r.reduce_seconds,
         "reductions": r.reductions,
+        "halo_seconds": r.halo_seconds,
+        "wait_seconds": r.wait_seconds,
+        "serial_seconds": r.serial_seconds,
+        "copied_bytes": r.copied_bytes,
         "outputs": {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()},
     }
 
@@ -304,6 +324,8 @@ def _outcome(
         "threads": threads if executor == "task" else 1,
         "parts": n,
         "steps": steps,
+        "phases": len(program.phases),
+        "exchanges": sum(phase.exchange is not None for phase in program.phases),
         "ppc": n / (ranks * (threads if executor == "task" else 1)),
         "reduction": reduction if executor == "task" else "mpi",
         "wall_time": float(offset),
@@ -316,6 +338,12 @@ def _outcome(
             float(sum(g[s]["reduce_seconds"] for s in range(segments))) for g in gathered
         ],
         "reductions": int(sum(gathered[0][s]["reductions"] for s in range(segments))),
+        # The main thread's time outside tasks, per rank (see RankResult).
+        **{
+            key: [float(sum(g[s][key] for s in range(segments))) for g in gathered]
+            for key in ("halo_seconds", "wait_seconds", "serial_seconds")
+        },
+        "copied_bytes": [int(sum(g[s]["copied_bytes"] for s in range(segments))) for g in gathered],
         "simulated_time": float(gathered[0][-1]["time"]),
         "work_per_rank": np.bincount(
             np.asarray(final_node_of), weights=work.sum(axis=0), minlength=ranks

@@ -156,6 +156,14 @@ class RankResult:
     #: Seconds spent in global reductions, and how many there were.
     reduce_seconds: float = 0.0
     reductions: int = 0
+    #: The main thread's time outside tasks, seconds: packing, unpacking and copying halos
+    #: and emigrants (``halo``); blocked on messages, reductions and workers (``wait``); and
+    #: the rest, the runtime's own bookkeeping (``serial``). With ``copied_bytes``, the bytes
+    #: those copies moved, they are what the simulator's calibration fits.
+    halo_seconds: float = 0.0
+    wait_seconds: float = 0.0
+    serial_seconds: float = 0.0
+    copied_bytes: int = 0
 
 
 def run_tasks(
@@ -268,6 +276,10 @@ class _Runner:
         self.work: dict[int, list[int]] = {p: [] for p in self.local}
         self.clocks = [_ThreadClock() for _ in range(self.threads)]
         self.sends: list = []
+        #: The last send of each grid exchange and destination, whose buffer is reused.
+        self.grid_sends: dict[tuple[int, int], tuple] = {}
+        #: Received grid message buffers free for reuse, by size.
+        self.spare: dict[int, list[np.ndarray]] = {}
         self.stash: dict[tuple[int, int, int], list[tuple[int, np.ndarray]]] = {}
         self.bytes_sent = 0
         self.messages = 0
@@ -275,9 +287,13 @@ class _Runner:
         self.message_log: list[tuple[int, int, float]] = []
         self.reduce_seconds = 0.0
         self.reductions = 0
+        self.halo_seconds = 0.0
+        self.wait_seconds = 0.0
+        self.copied_bytes = 0
         self.tasks: queue.SimpleQueue = queue.SimpleQueue()
         self.finished: queue.SimpleQueue = queue.SimpleQueue()
         self.failure: str | None = None
+        self.task_fns: dict[int, Callable] = {}
         self.progress_at = time.perf_counter()
         self.waiting_for = "nothing yet"
 
@@ -319,6 +335,7 @@ class _Runner:
                 t.join()
             stop.set()
         wall = time.perf_counter() - self.t0
+        main_tasks = sum(row[5] - row[4] for row in self.clocks[0].rows)
         return RankResult(
             self.rank,
             self.blocks,
@@ -333,6 +350,10 @@ class _Runner:
             self.message_log,
             self.reduce_seconds,
             self.reductions,
+            self.halo_seconds,
+            self.wait_seconds,
+            max(0.0, wall - main_tasks - self.halo_seconds - self.wait_seconds),
+            self.copied_bytes,
         )
 
     def run_phase(self, step: int, k: int, phase: Phase, ctx: Context) -> None:
@@ -340,17 +361,67 @@ class _Runner:
         exchange = phase.exchange
         pending: list[int] = []
         if exchange is not None:
+            t = time.perf_counter()
             if k in self.plans:
                 self.send_grid(step, k)
             else:
                 self.send_custom(step, k, exchange)
+            self.halo_seconds += time.perf_counter() - t
             need = self.need_template.copy()
             pending = list(self.sources)
         else:
             need = np.zeros(len(self.local), dtype=np.int64)
-        # FIFO: the partitions with all their halos at hand first, in partition order.
-        for i in np.flatnonzero(need == 0).tolist():
-            self.tasks.put((i, step, k, ctx, 0.0))
+        # FIFO: the partitions with all their halos at hand first, in partition order, then
+        # those each arriving message completes.
+        ready = np.flatnonzero(need == 0).tolist()
+        task = self.task_of(k)
+        if self.threads == 1:
+            self.run_inline(task, ready, need, pending, step, k, ctx, start)
+        else:
+            self.run_pooled(task, ready, need, pending, step, k, ctx, start)
+        if self.failure is not None:
+            self.abort(self.failure)
+        if phase.reduce is not None:
+            self.reduce(phase, k, ctx)
+        if phase.migrate is not None:
+            t = time.perf_counter()
+            wait = self.wait_seconds
+            self.migrate(step, k, phase)
+            # Its receives count as waiting already.
+            self.halo_seconds += time.perf_counter() - t - (self.wait_seconds - wait)
+
+    def arrival(self, k: int, step: int, need: np.ndarray, pending: list[int], start: float):
+        """Wait for the next halo message of this round; the tasks it makes ready, and the
+        seconds since the phase started."""
+        self.waiting_for = f"step {step} phase {k}: halos from ranks {pending}"
+        source, raw = self.receive((step, k, HALO))
+        pending.remove(source)
+        t = time.perf_counter()
+        self.take_halo(k, source, raw)
+        self.halo_seconds += time.perf_counter() - t
+        feeds = self.feeds[source]
+        need[feeds] -= 1
+        return feeds[need[feeds] == 0].tolist(), t - self.t0 - start
+
+    def run_inline(self, task, ready, need, pending, step, k, ctx, start) -> None:
+        """One thread: run the ready tasks, then wait for the next message, until done."""
+        clock = self.clocks[0]
+        rows = clock.rows
+        waited = 0.0
+        while True:
+            clock.start()
+            for i in ready:
+                task(i, step, ctx, waited, rows, 0)
+            clock.stop()
+            if not pending:
+                return
+            ready, waited = self.arrival(k, step, need, pending, start)
+
+    def run_pooled(self, task, ready, need, pending, step, k, ctx, start) -> None:
+        """Several threads: workers and this one take tasks from one FIFO queue; this one
+        also receives the messages that make more tasks ready."""
+        for i in ready:
+            self.tasks.put((task, i, step, ctx, 0.0))
         remaining = len(self.local)
         clock = self.clocks[0]
         while remaining:
@@ -360,47 +431,34 @@ class _Runner:
                 item = None
             if item is not None:
                 clock.start()
-                self.run_task(item, phase, clock.rows, 0)
+                item[0](item[1], item[2], item[3], item[4], clock.rows, 0)
                 remaining -= 1
-            else:
-                while True:  # what the workers finished meanwhile
-                    try:
-                        self.finished.get_nowait()
-                    except queue.Empty:
-                        break
-                    remaining -= 1
-                if not remaining:
+                continue
+            while True:  # what the workers finished meanwhile
+                try:
+                    self.finished.get_nowait()
+                except queue.Empty:
                     break
-                clock.stop()
-                if pending:
-                    self.waiting_for = (
-                        f"step {step} phase {phase.name!r}: halos from ranks {pending}"
-                    )
-                    source, raw = self.receive((step, k, HALO))
-                    pending.remove(source)
-                    self.take_halo(k, source, raw)
-                    waited = time.perf_counter() - self.t0 - start
-                    feeds = self.feeds[source]
-                    need[feeds] -= 1
-                    for i in feeds[need[feeds] == 0].tolist():
-                        self.tasks.put((i, step, k, ctx, waited))
-                else:
-                    self.waiting_for = f"step {step} phase {phase.name!r}: tasks on workers"
-                    self.finished.get()
-                    remaining -= 1
-            if self.failure is not None:
-                self.abort(self.failure)
+                remaining -= 1
+            if not remaining:
+                break
+            clock.stop()
+            if pending:
+                ready, waited = self.arrival(k, step, need, pending, start)
+                for i in ready:
+                    self.tasks.put((task, i, step, ctx, waited))
+            else:
+                self.waiting_for = f"step {step} phase {k}: tasks on workers"
+                t = time.perf_counter()
+                self.finished.get()
+                self.wait_seconds += time.perf_counter() - t
+                remaining -= 1
         clock.stop()
-        if phase.reduce is not None:
-            self.reduce(phase, k, ctx)
-        if phase.migrate is not None:
-            self.migrate(step, k, phase)
 
     # -- tasks ---------------------------------------------------------------------------
 
     def worker(self, thread: int) -> None:
         clock = self.clocks[thread]
-        phases = self.program.phases
         while True:
             try:
                 item = self.tasks.get_nowait()
@@ -411,36 +469,57 @@ class _Runner:
                 clock.stop()
                 return
             clock.start()
-            self.run_task(item, phases[item[2]], clock.rows, thread)
+            item[0](item[1], item[2], item[3], item[4], clock.rows, thread)
             self.finished.put(None)
 
-    def run_task(self, item, phase: Phase, rows: list, thread: int) -> None:
-        i, step, k, ctx, waited = item
-        p = self.local[i]
-        box, block = self.boxes[p], self.blocks[p]
-        start = time.perf_counter()
-        try:
-            exchange = phase.exchange
-            if exchange is not None:
-                inbox = self.inbox[i]
-                if inbox:
-                    unpack = exchange.unpacker()
+    def task_of(self, k: int) -> Callable:
+        """The function that runs phase ``k`` on one local partition (built once).
+
+        ``task(i, step, ctx, waited, rows, thread)`` unpacks custom halos, fills the walls,
+        runs the kernel and its checks, takes the emigrants out, and appends the task's row;
+        an exception is kept for the main thread, which aborts the run. Everything it needs
+        is bound here, so a task costs a few attribute-free Python operations besides the
+        app's own calls.
+        """
+        task = self.task_fns.get(k)
+        if task is not None:
+            return task
+        phase = self.program.phases[k]
+        exchange, kernel, name = phase.exchange, phase.kernel, phase.name
+        boundary = exchange.boundary if exchange is not None else None
+        unpack = exchange.unpacker() if exchange is not None and k not in self.plans else None
+        emigrate = phase.migrate.emigrate if phase.migrate is not None else None
+        check = self.program.check_block
+        local, boxes, blocks = self.local, self.boxes, self.blocks
+        inboxes, values, emigrants, offsets = self.inbox, self.values, self.emigrants, self.offsets
+        perf_counter, t0 = time.perf_counter, self.t0
+
+        def task(i: int, step: int, ctx: Context, waited: float, rows: list, thread: int):
+            p = local[i]
+            box, block = boxes[p], blocks[p]
+            start = perf_counter()
+            try:
+                if unpack is not None:
+                    inbox = inboxes[i]
                     for slot in sorted(inbox):
-                        unpack(block, box, self.offsets[slot], inbox[slot])
+                        unpack(block, box, offsets[slot], inbox[slot])
                     inbox.clear()
-                if exchange.boundary is not None:
-                    exchange.boundary(block, box)
-            self.values[i] = phase.kernel(block, box, ctx)
-            self.program.check_block(block, box, ctx, phase.name)
-            if phase.migrate is not None:
-                self.emigrants[i] = phase.migrate.emigrate(block, box)
-        except BaseException as exc:  # reported by the main thread, which aborts the run
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            if self.failure is None:
-                self.failure = f"partition {p}, step {step}, phase {phase.name!r} failed: {detail}"
-        end = time.perf_counter()
-        self.progress_at = end
-        rows.append((p, step, k, thread, start - self.t0, end - self.t0, waited))
+                if boundary is not None:
+                    boundary(block, box)
+                values[i] = kernel(block, box, ctx)
+                check(block, box, ctx, name)
+                if emigrate is not None:
+                    emigrants[i] = emigrate(block, box)
+            except BaseException as exc:  # the main thread reports it and aborts the run
+                if self.failure is None:
+                    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                    self.failure = f"partition {p}, step {step}, phase {name!r} failed: {detail}"
+            end = perf_counter()
+            self.progress_at = end
+            rows.append((p, step, k, thread, start - t0, end - t0, waited))
+
+        self.task_fns[k] = task
+        return task
 
     # -- halos ---------------------------------------------------------------------------
 
@@ -449,7 +528,7 @@ class _Runner:
         for name in plan.names:
             arena.refresh(self.blocks, name)
         for r, indices in plan.send.items():
-            raw = new_message(step, k, HALO, 0, plan.message_bytes(plan.send, arena, r))
+            raw = self.send_buffer(step, k, r, plan.message_bytes(plan.send, arena, r))
             body = payload(raw)
             at = 0
             for name in plan.names:
@@ -458,9 +537,15 @@ class _Runner:
                 size = idx.size * flat.itemsize
                 gather(flat, idx, body[at : at + size].view(flat.dtype))
                 at += size + (-size) % 8
-            self.post(r, raw)
+            stamp(raw)
+            self.grid_sends[(k, r)] = (self.data.Isend(raw, dest=r, tag=_DATA_TAG), raw)
+            self.bytes_sent += raw.nbytes
+            self.messages += 1
+            self.copied_bytes += raw.nbytes
         for name in plan.names:
-            copy_within(arena.flat[name], plan.local_src[name], plan.local_dst[name])
+            flat = arena.flat[name]
+            copy_within(flat, plan.local_src[name], plan.local_dst[name])
+            self.copied_bytes += plan.local_src[name].size * flat.itemsize
         self.rounds[k] += 1
 
     def send_custom(self, step: int, k: int, exchange) -> None:
@@ -478,10 +563,23 @@ class _Runner:
                 self.count_halo(link.src, link.dst, buf.nbytes)
             self.post(r, encode_items(step, k, HALO, items))
 
+    def send_buffer(self, step: int, k: int, r: int, nbytes: int) -> np.ndarray:
+        """The message buffer of exchange ``k`` to rank ``r``, reused round after round once
+        its last send completed (a fresh buffer of a megabyte costs page faults each time)."""
+        previous = self.grid_sends.pop((k, r), None)
+        if previous is None:
+            return new_message(step, k, HALO, 0, nbytes)
+        request, raw = previous
+        request.Wait()
+        raw[:16].view(np.int64)[:] = (step, k)
+        return raw
+
     def count_halo(self, src: int, dst: int, nbytes: int) -> None:
         self.custom_halo[(src, dst)] = self.custom_halo.get((src, dst), 0) + nbytes
+        self.copied_bytes += nbytes
 
     def take_halo(self, k: int, source: int, raw: np.ndarray) -> None:
+        self.copied_bytes += raw.nbytes
         plan = self.plans.get(k)
         if plan is None:
             position = self.position
@@ -496,6 +594,7 @@ class _Runner:
             size = idx.size * flat.itemsize
             scatter(body[at : at + size].view(flat.dtype), idx, flat)
             at += size + (-size) % 8
+        self.spare.setdefault(raw.nbytes, []).append(raw)  # nothing refers to it any more
 
     def halo_bytes(self) -> dict[tuple[int, int], int]:
         total = dict(self.custom_halo)
@@ -518,6 +617,7 @@ class _Runner:
             op=phase.reduce.op,
         )
         self.reduce_seconds += time.perf_counter() - t0
+        self.wait_seconds += time.perf_counter() - t0
         self.reductions += 1
         self.progress_at = time.perf_counter()
         ctx.values[phase.reduce.name] = value
@@ -538,12 +638,15 @@ class _Runner:
                     outgoing[r].append((q, slot, buf))
             self.emigrants[i] = None
         for r, items in outgoing.items():
-            self.post(r, encode_items(step, k, MIGRANTS, items))
+            raw = encode_items(step, k, MIGRANTS, items)
+            self.post(r, raw)
+            self.copied_bytes += raw.nbytes
         pending = list(self.sources)
         while pending:
             self.waiting_for = f"step {step} phase {phase.name!r}: emigrants from {pending}"
             source, raw = self.receive((step, k, MIGRANTS))
             pending.remove(source)
+            self.copied_bytes += raw.nbytes
             for part, slot, buf in decode_items(raw):
                 arrived[position[part]][slot] = buf
         immigrate = phase.migrate.immigrate
@@ -567,10 +670,21 @@ class _Runner:
         if kept:
             return kept.pop(0)
         status = MPI.Status()
+        t = time.perf_counter()
+        try:
+            return self.probe_round(round_, status)
+        finally:
+            self.wait_seconds += time.perf_counter() - t
+
+    def probe_round(self, round_: tuple[int, int, int], status) -> tuple[int, np.ndarray]:
+        from mpi4py import MPI
+
         while True:
             self.data.Probe(source=MPI.ANY_SOURCE, tag=_DATA_TAG, status=status)
             source = status.Get_source()
-            raw = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+            count = status.Get_count(MPI.BYTE)
+            spare = self.spare.get(count)
+            raw = spare.pop() if spare else np.empty(count, dtype=np.uint8)
             self.data.Recv(raw, source=source, tag=_DATA_TAG)
             header = read_header(raw)
             # Send posted to receive complete, on the system clock (shared by the ranks of a
@@ -595,9 +709,11 @@ class _Runner:
     def finish_sends(self) -> None:
         from mpi4py import MPI
 
-        if self.sends:
-            MPI.Request.Waitall([r for r, _ in self.sends])
-            self.sends.clear()
+        requests = [r for r, _ in self.sends] + [r for r, _ in self.grid_sends.values()]
+        if requests:
+            MPI.Request.Waitall(requests)
+        self.sends.clear()
+        self.grid_sends.clear()
 
     # -- failures ------------------------------------------------------------------------
 

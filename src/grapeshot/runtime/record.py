@@ -10,7 +10,11 @@ trace, plus a ``run`` group:
   used; ``wait`` the time between the task's own inputs being ready and its last neighbour's
   halo arriving (time spent waiting on messages).
 - ``run/ranks/{busy,idle}``: per rank, seconds (busy = task CPU time summed over threads;
-  idle = threads × wall time − busy).
+  idle = threads × wall time − busy); ``run/ranks/{halo_seconds,wait_seconds,
+  serial_seconds,copied_bytes}``: the main thread's time outside tasks, split into halo
+  copies, waiting and the runtime's bookkeeping, and the bytes the copies moved.
+- ``run/network/{bytes,seconds}`` (runs on two ranks or more): one-way time of messages of
+  8 B to 2 MiB between rank 0 and every other rank, measured by a ping-pong after the run.
 - ``run/messages/{src,dst,bytes,seconds}``: one row per inter-rank MPI message (the runtime
   batches the buffers ready for one rank into one message), with the seconds from its send
   being posted to its receive completing on the ranks' system clocks (what the simulator
@@ -59,6 +63,12 @@ def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
     )
 
 
+#: Per-rank datasets under ``run/ranks`` (the summary's lists of the same names).
+RANK_COLUMNS = (
+    "busy", "idle", "halo_seconds", "wait_seconds", "serial_seconds", "copied_bytes",
+)  # fmt: skip
+
+
 def write_run_record(path: str | os.PathLike[str], program: Program, outcome: RunOutcome) -> None:
     """Write the HDF5 run record atomically (see the module docstring for its layout)."""
     with atomic_path(path) as tmp:
@@ -69,8 +79,12 @@ def write_run_record(path: str | os.PathLike[str], program: Program, outcome: Ru
             for key, col in outcome.tasks.items():
                 tasks.create_dataset(key, data=col)
             ranks = run.create_group("ranks")
-            ranks.create_dataset("busy", data=np.asarray(outcome.summary["busy"]))
-            ranks.create_dataset("idle", data=np.asarray(outcome.summary["idle"]))
+            for key in RANK_COLUMNS:
+                ranks.create_dataset(key, data=np.asarray(outcome.summary[key]))
+            if outcome.network is not None:
+                network = run.create_group("network")
+                for key, col in outcome.network.items():
+                    network.create_dataset(key, data=col)
             messages = run.create_group("messages")
             for key, col in outcome.messages.items():
                 messages.create_dataset(key, data=col)

@@ -15,7 +15,15 @@ import numpy as np
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.fields import assemble_fields, fields_digest
-from grapeshot.model.program import Block, Box, Context, Program, neighbour_offsets
+from grapeshot.model.program import (
+    Block,
+    Box,
+    Context,
+    Exchange,
+    Offset,
+    Program,
+    neighbour_offsets,
+)
 from grapeshot.model.workload import HaloGraph, Workload
 
 #: ``progress(step_done, steps)`` after every step.
@@ -119,7 +127,7 @@ def run_serial(
         ctx = Context(step=start_step + s, time=t)
         for phase in program.phases:
             if phase.exchange is not None:
-                _exchange(phase.exchange, boxes, blocks, offsets, halo_bytes)
+                exchange_all(phase.exchange, boxes, blocks, offsets, halo_bytes)
             results = []
             for p, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
                 t0 = time.perf_counter()
@@ -139,7 +147,19 @@ def run_serial(
     return SerialRun(program, boxes, blocks, seconds, work, halo_bytes, t)
 
 
-def _exchange(exchange, boxes, blocks, offsets, halo_bytes) -> None:
+def exchange_all(
+    exchange: Exchange,
+    boxes: list[Box],
+    blocks: list[Block],
+    offsets: tuple[Offset, ...] | None = None,
+    halo_bytes: dict[tuple[int, int], int] | None = None,
+) -> None:
+    """One halo exchange between all partitions in one process (the reference's order).
+
+    ``halo_bytes`` (if given) accumulates the bytes packed per ``(src, dst)`` pair.
+    """
+    offsets = offsets or neighbour_offsets(len(boxes[0].parts_shape))
+    halo_bytes = {} if halo_bytes is None else halo_bytes
     pack, unpack = exchange.packer(), exchange.unpacker()
     # Pack everything before unpacking anything, as concurrent executors do; unpack each
     # partition's buffers in neighbour_offsets order, the canonical order of every executor.

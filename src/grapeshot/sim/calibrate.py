@@ -45,11 +45,18 @@ class Calibration:
     bandwidth
         Bytes per second, the inverse of the fitted slope of message time.
     task_overhead
-        Seconds per task, the fitted intercept of task time.
+        Seconds per sample of the task fit, its intercept: per partition per step when
+        fitted from a run record (all of a step's phases together).
     task_scale
         Seconds of task time per unit of trace cost.
     message_rms, task_rms
         Root-mean-square residuals of the two fits, seconds.
+    copy_bandwidth
+        Bytes per second at which the runtime packs, unpacks and copies halos (``None``:
+        not measured; the machine's own figure is kept).
+    serial_overhead
+        Seconds of the runtime's own bookkeeping on a rank's main thread (outside tasks,
+        halo copies and waiting), per partition per step.
     """
 
     latency: float
@@ -58,9 +65,16 @@ class Calibration:
     task_scale: float
     message_rms: float
     task_rms: float
+    copy_bandwidth: float | None = None
+    serial_overhead: float = 0.0
 
     def apply(
-        self, machine: Machine, *, message_overhead: float = 0.0
+        self,
+        machine: Machine,
+        *,
+        message_overhead: float = 0.0,
+        phases: int = 1,
+        measured_costs: bool = False,
     ) -> tuple[Machine, Overheads]:
         """The machine with the fitted network, and the overheads to simulate it with.
 
@@ -72,7 +86,16 @@ class Calibration:
             The per-message software overhead to keep in :class:`Overheads` (seconds at each
             end); it is taken out of the fitted latency twice, since the measured message
             time already contains it.
+        phases
+            Phases per step of the simulation: the per-step overheads (task and serial) are
+            spread over its ``phases`` tasks per partition and step.
+        measured_costs
+            The simulated trace's costs are measured task seconds (a run record), which hold
+            the tasks' own overhead already: only the runtime's bookkeeping is added. Also the
+            copy bandwidth is the measured one, if any.
         """
+        if isinstance(phases, bool) or not isinstance(phases, int) or phases < 1:
+            raise InputError("phases", f"got {phases!r}", "an integer >= 1")
         latency = self.latency - 2.0 * message_overhead
         if latency < 0:
             raise InputError(
@@ -83,7 +106,12 @@ class Calibration:
         network = dataclasses.replace(
             machine.network, latency=float(latency), bandwidth=float(self.bandwidth)
         )
-        over = Overheads(task=self.task_overhead, message=message_overhead)
+        per_step = self.serial_overhead + (0.0 if measured_costs else self.task_overhead)
+        over = Overheads(
+            task=per_step / phases,
+            message=message_overhead,
+            copy_bandwidth=self.copy_bandwidth,
+        )
         return dataclasses.replace(machine, network=network), over
 
 
@@ -163,6 +191,9 @@ def fit_calibration(
     message_seconds: np.ndarray,
     task_cost: np.ndarray,
     task_seconds: np.ndarray,
+    *,
+    copy_bandwidth: float | None = None,
+    serial_overhead: float = 0.0,
 ) -> Calibration:
     """Fit latency, bandwidth, per-task overhead (and cost scale) from a run record.
 
@@ -172,6 +203,8 @@ def fit_calibration(
         Size and observed seconds of inter-node messages (same length, at least two sizes).
     task_cost, task_seconds
         Trace cost and observed seconds of tasks (same length, at least two costs).
+    copy_bandwidth, serial_overhead
+        Measured directly, not fitted: carried into the :class:`Calibration`.
 
     Returns
     -------
@@ -179,19 +212,26 @@ def fit_calibration(
     """
     latency, bandwidth, m_rms = fit_network(message_bytes, message_seconds)
     overhead, scale, t_rms = fit_tasks(task_cost, task_seconds)
-    return Calibration(latency, bandwidth, overhead, scale, m_rms, t_rms)
+    return Calibration(
+        latency, bandwidth, overhead, scale, m_rms, t_rms, copy_bandwidth, serial_overhead
+    )
 
 
 def calibration_from_record(path: str) -> Calibration:
     """Fit the simulator to a run record of the real runtime (``grapeshot run --record``).
 
-    Messages: every inter-rank message in ``run/messages`` (bytes, seconds from the send
-    being posted to the receive completing, on the ranks' system clocks; messages whose time
-    is not positive, which only clock skew between nodes produces, are left out). Tasks: the
-    work count of each partition in each step (``work``) against its measured kernel
-    seconds in that step (``cost``), so the fitted scale converts the app's work units to
-    seconds and the overhead is per partition per step. Errors name the file and the
-    dataset.
+    - **Network**: the ping-pong the run made after its steps (``run/network``: one-way
+      seconds of messages of 8 B to 2 MiB), else the run's own messages (``run/messages``,
+      if they have at least two sizes; messages whose time is not positive, which only clock
+      skew between nodes produces, are left out).
+    - **Tasks**: the work count of each partition in each step (``work``) against its
+      measured kernel seconds in that step (``cost``), so the fitted scale converts the
+      app's work units to seconds and the overhead is per partition per step.
+    - **Runtime**: the bytes its halo copies moved over the seconds they took
+      (``run/ranks/copied_bytes`` / ``halo_seconds``), and its bookkeeping
+      (``run/ranks/serial_seconds``) per partition per step.
+
+    Errors name the file and the dataset.
     """
     import h5py
 
@@ -201,21 +241,40 @@ def calibration_from_record(path: str) -> Calibration:
     if workload.work is None:
         raise InputError(f"{path}: dataset 'work'", "missing", "a run record of grapeshot run")
     with h5py.File(path, "r") as f:
-        if "run/messages/bytes" not in f:
+        if "run/network/bytes" in f:
+            message_bytes = f["run/network/bytes"][()].astype(np.float64)
+            message_seconds = f["run/network/seconds"][()]
+        elif "run/messages/bytes" in f:
+            message_bytes = f["run/messages/bytes"][()].astype(np.float64)
+            message_seconds = f["run/messages/seconds"][()]
+            if np.unique(message_bytes).size < 2:
+                raise InputError(
+                    f"{path}: dataset 'run/network/bytes'",
+                    "missing, and the run's messages all have one size",
+                    "a record written by grapeshot run --record on two ranks or more",
+                )
+        else:
             raise InputError(
-                f"{path}: dataset 'run/messages/bytes'",
+                f"{path}: dataset 'run/network/bytes'",
                 "missing",
                 "a run record of grapeshot run on two ranks or more",
             )
-        message_bytes = f["run/messages/bytes"][()].astype(np.float64)
-        message_seconds = f["run/messages/seconds"][()]
+        ranks = f.get("run/ranks")
+        copied = halo = serial = None
+        if ranks is not None and "copied_bytes" in ranks:
+            copied = float(ranks["copied_bytes"][()].sum())
+            halo = float(ranks["halo_seconds"][()].sum())
+            serial = float(ranks["serial_seconds"][()].sum())
     # One-way times come from two ranks' system clocks; between nodes whose clocks drift
     # apart a message can appear to arrive before it left. Those carry no information.
     valid = message_seconds > 0
     message_bytes, message_seconds = message_bytes[valid], message_seconds[valid]
+    samples = workload.cost.size  # partitions x steps
     return fit_calibration(
         message_bytes,
         message_seconds,
         workload.work.reshape(-1).astype(np.float64),
         workload.cost.reshape(-1),
+        copy_bandwidth=copied / halo if copied and halo else None,
+        serial_overhead=serial / samples if serial else 0.0,
     )

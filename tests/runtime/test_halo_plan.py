@@ -1,0 +1,110 @@
+"""The halo plan in one process: what two ranks' gathers, scatters and copies do equals the
+serial exchange, bit for bit, whatever the placement."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from grapeshot.model.program import neighbour_offsets
+from grapeshot.runtime.copies import copy_within, gather, scatter
+from grapeshot.runtime.halo_plan import Arena, grid_plan, rank_links
+from grapeshot.runtime.serial import exchange_all
+from grapeshot.runtime.wire import HALO, MIGRANTS, decode_items, encode_items, read_header, stamp
+from tests.runtime.toy_programs import Heat
+
+
+def _numbered_blocks(program):
+    boxes = program.boxes()
+    blocks = {}
+    for box in boxes:
+        u = np.arange(int(np.prod(box.padded_shape)), dtype=np.float64).reshape(box.padded_shape)
+        blocks[box.part] = {"u": u + 10_000.0 * box.part, "tmp": np.zeros(box.padded_shape)}
+    return boxes, blocks
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_planned_exchange_equals_the_serial_one(ranks, seed) -> None:
+    program = Heat(domain=(24, 18), parts=(4, 3))
+    boxes, blocks = _numbered_blocks(program)
+    expected = copy.deepcopy(blocks)
+    exchange_all(program.phases[1].exchange, boxes, [expected[b.part] for b in boxes])
+    node_of = np.random.default_rng(seed).integers(0, ranks, size=len(boxes))
+    node_of[:ranks] = np.arange(ranks)  # every rank owns a partition
+    links = [rank_links(boxes, node_of, r) for r in range(ranks)]
+    arenas = [Arena(("u",), links[r].local_parts, blocks) for r in range(ranks)]
+    plans = [grid_plan(links[r], boxes, arenas[r], ("u",), 1) for r in range(ranks)]
+    # Every rank packs first, then the messages are delivered and local halos copied.
+    messages = {}
+    for r in range(ranks):
+        for dest, idx in plans[r].send.items():
+            out = np.empty(idx["u"].size)
+            gather(arenas[r].flat["u"], idx["u"], out)
+            messages[(r, dest)] = out
+    for r in range(ranks):
+        flat = arenas[r].flat["u"]
+        copy_within(flat, plans[r].local_src["u"], plans[r].local_dst["u"])
+        for source, idx in plans[r].recv.items():
+            scatter(messages[(source, r)], idx["u"], flat)
+    boundary = program.phases[1].exchange.boundary  # the runtime's tasks fill the walls
+    for box in boxes:
+        boundary(blocks[box.part], box)
+        assert np.array_equal(blocks[box.part]["u"], expected[box.part]["u"]), box.part
+
+
+def test_links_of_a_rank_pair_agree_on_both_ends() -> None:
+    program = Heat(domain=(30, 20), parts=(5, 4))
+    boxes = program.boxes()
+    node_of = np.random.default_rng(3).integers(0, 3, size=len(boxes))
+    links = [rank_links(boxes, node_of, r) for r in range(3)]
+    for a in range(3):
+        for b, sent in links[a].send.items():
+            assert sent == links[b].recv[a]
+        total = len(links[a].local) + sum(len(x) for x in links[a].send.values())
+        owned = np.flatnonzero(node_of == a)
+        assert total == sum(
+            boxes[p].neighbour(o) is not None for p in owned for o in neighbour_offsets(2)
+        )
+    # A partition waits on a rank iff one of its neighbours lives there.
+    w = links[0]
+    for j, r in enumerate(w.sources):
+        for i, p in enumerate(w.local_parts):
+            near = {node_of[q] for o in neighbour_offsets(2) if (q := boxes[p].neighbour(o))}
+            assert w.waits_on[j, i] == (r in near)
+
+
+def test_arena_takes_back_a_rebound_field_and_refuses_a_new_shape() -> None:
+    program = Heat(parts=(2, 2))
+    _, blocks = _numbered_blocks(program)
+    arena = Arena(("u",), np.array([0, 1]), blocks)
+    assert np.shares_memory(blocks[0]["u"], arena.flat["u"])
+    blocks[1]["u"] = blocks[1]["u"] * 2.0  # a kernel that rebinds instead of writing in place
+    arena.refresh(blocks, "u")
+    assert np.shares_memory(blocks[1]["u"], arena.flat["u"])
+    assert arena.views["u"][1][0, 0] == 2.0 * (10_000.0 * 1)
+    blocks[0]["u"] = np.zeros((3, 3))
+    with pytest.raises(ValueError, match="partition 0: grid field 'u' changed shape"):
+        arena.refresh(blocks, "u")
+
+
+def test_item_messages_round_trip() -> None:
+    items = [
+        (5, 0, np.arange(7, dtype=np.float64)),
+        (2, 7, np.zeros((0, 9))),
+        (9, 3, np.arange(12, dtype=np.int32).reshape(3, 4)),
+        (1, 1, np.array([True, False, True])),
+    ]
+    raw = encode_items(4, 2, MIGRANTS, items)
+    stamp(raw)
+    header = read_header(raw)
+    assert header.round == (4, 2, MIGRANTS) and header.n_items == 4 and header.sent_ns > 0
+    for (part, slot, arr), (p2, s2, a2) in zip(items, decode_items(raw), strict=True):
+        assert (part, slot) == (p2, s2)
+        assert a2.dtype == arr.dtype and a2.shape == arr.shape and np.array_equal(a2, arr)
+    empty = encode_items(0, 1, HALO, [])
+    assert read_header(empty).n_items == 0 and decode_items(empty) == []
+    with pytest.raises(ValueError, match="at most 4 dimensions"):
+        encode_items(0, 0, HALO, [(0, 0, np.zeros((1, 1, 1, 1, 1)))])
