@@ -25,9 +25,9 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `grapeshot --help` shows every command and each module stays thin.
-    from grapeshot.cli import advise, demo, lif, place, run, simulate, theorem1, trace
+    from grapeshot.cli import advise, demo, jobs, lif, place, repro, run, simulate, theorem1, trace
 
-    for module in (lif, advise, theorem1, place, trace, run, simulate, demo):
+    for module in (lif, advise, theorem1, place, trace, run, simulate, demo, jobs, repro):
         module.register(app)
 
 

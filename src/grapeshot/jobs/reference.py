@@ -1,0 +1,194 @@
+"""A plain-Python batch scheduler: the slow reference the compiled kernel is checked against.
+
+Written for clarity with ``heapq`` and lists, with the semantics of
+:mod:`grapeshot.jobs.scheduler` (same event order, same arithmetic, so the same floats). It
+supports given predictions and AVE2, every correction and every backfilling mode.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from grapeshot.jobs.scheduler import BACKFILL, CORRECT, END, MIN_PREDICTION_S, PRED_AVE2
+
+
+def reference_schedule(
+    submit: np.ndarray,
+    run: np.ndarray,
+    size: np.ndarray,
+    limit: np.ndarray,
+    pred: np.ndarray,
+    req: np.ndarray,
+    user: np.ndarray,
+    capacity: int,
+    increments: np.ndarray,
+    lead: float,
+    pred_mode: int,
+    backfill: str,
+) -> dict[str, np.ndarray]:
+    """Simulate; returns ``start``, ``end``, ``wtr0``, ``wtr``, ``ncorr``, ``killed`` (per job).
+
+    Parameters are those of :class:`grapeshot.jobs.scheduler.KernelState` and its ``advance``.
+    """
+    n = len(submit)
+    sub = [float(x) for x in submit]
+    rn_ = [float(x) for x in run]
+    sz = [int(x) for x in size]
+    lim = [float(x) for x in limit]
+    rq = [float(x) for x in req]
+    us = [int(x) for x in user]
+    inc = [float(x) for x in increments]
+    bf = BACKFILL[backfill]
+    start = [-1.0] * n
+    end = [-1.0] * n
+    wtr = [0.0] * n
+    wtr0 = [0.0] * n
+    ncorr = [0] * n
+    killed = [False] * n
+    last: dict[int, list[float]] = {}
+    heap: list[tuple[float, int, int]] = []
+    queue: list[int] = []
+    running: list[int] = []
+    free = capacity
+    nxt = 0
+
+    def can(w: float, j: int) -> bool:
+        return bool(inc) and w < lim[j] and rn_[j] > w - lead
+
+    def grow(w: float, c: int, j: int) -> float:
+        w = w + inc[min(c, len(inc) - 1)]
+        return lim[j] if w > lim[j] else w
+
+    def begin(j: int, t: float) -> None:
+        nonlocal free
+        start[j] = t
+        w, c = wtr[j], ncorr[j]
+        while can(w, j) and t + (w - lead) <= t:
+            w, c = grow(w, c, j), c + 1
+        wtr[j], ncorr[j] = w, c
+        wf, cf = w, c
+        while can(wf, j):
+            wf, cf = grow(wf, cf, j), cf + 1
+        if rn_[j] > wf:
+            killed[j] = True
+            end[j] = t + wf
+        else:
+            end[j] = t + rn_[j]
+        heapq.heappush(heap, (end[j], END, j))
+        if can(w, j):
+            heapq.heappush(heap, (t + (w - lead), CORRECT, j))
+        free -= sz[j]
+        running.append(j)
+
+    def predicted_ends(t: float) -> list[tuple[float, int]]:
+        return sorted((max(start[j] + wtr[j], t), j) for j in running)
+
+    def easy(t: float, sjbf: bool) -> None:
+        head = queue[0]
+        avail = free
+        shadow = math.inf
+        ends = predicted_ends(t)
+        for e, j in ends:
+            avail += sz[j]
+            if avail >= sz[head]:
+                shadow = e
+                break
+        extra = free + sum(sz[j] for e, j in ends if e <= shadow) - sz[head]
+        cands = queue[1:]
+        if sjbf:
+            cands = sorted(cands, key=lambda j: (wtr[j], j))
+        for j in cands:
+            if free == 0:
+                break
+            if sz[j] > free:
+                continue
+            in_time = t + wtr[j] <= shadow
+            if in_time or sz[j] <= extra:
+                if not in_time:
+                    extra -= sz[j]
+                begin(j, t)
+
+    def conservative(t: float) -> None:
+        # Profile: list of [time, free from this time on until the next entry].
+        prof: list[list[float]] = [[t, float(free)]]
+        for e, j in predicted_ends(t):
+            if e == prof[-1][0]:
+                prof[-1][1] += sz[j]
+            else:
+                prof.append([e, prof[-1][1] + sz[j]])
+        for j in list(queue):
+            w = wtr[j]
+            k = 0
+            while True:
+                s = prof[k][0]
+                # only entries inside [s, s + w) matter, and they are contiguous from k
+                inside = [m for m in range(k, len(prof)) if prof[m][0] < s + w]
+                bad = next((m for m in inside if prof[m][1] < sz[j]), None)
+                if bad is None:
+                    break
+                k = bad + 1
+            s = prof[k][0]
+            e = s + w
+            m = k
+            while m < len(prof) and prof[m][0] < e:
+                m += 1
+            if m == len(prof) or prof[m][0] != e:
+                prof.insert(m, [e, prof[m - 1][1]])
+            for x in range(k, m):
+                prof[x][1] -= sz[j]
+            if s == t:
+                begin(j, t)
+
+    while True:
+        ta = sub[nxt] if nxt < n else math.inf
+        th = heap[0][0] if heap else math.inf
+        t = min(ta, th)
+        if t == math.inf:
+            break
+        while heap and heap[0][0] == t:
+            _, kind, j = heapq.heappop(heap)
+            if kind == END:
+                free += sz[j]
+                running.remove(j)
+                hist = last.setdefault(us[j], [])
+                hist.insert(0, end[j] - start[j])
+                del hist[2:]
+            else:
+                w, c = wtr[j], ncorr[j]
+                while can(w, j) and start[j] + (w - lead) <= t:
+                    w, c = grow(w, c, j), c + 1
+                wtr[j], ncorr[j] = w, c
+                if can(w, j):
+                    heapq.heappush(heap, (start[j] + (w - lead), CORRECT, j))
+        while nxt < n and sub[nxt] == t:
+            if pred_mode == PRED_AVE2:
+                hist = last.get(us[nxt], [])
+                p = rq[nxt]
+                if len(hist) >= 2:
+                    p = min(0.5 * (hist[0] + hist[1]), rq[nxt])
+                p = max(p, MIN_PREDICTION_S)
+            else:
+                p = float(pred[nxt])
+            wtr[nxt] = wtr0[nxt] = p
+            queue.append(nxt)
+            nxt += 1
+        if queue:
+            if bf == BACKFILL["conservative"]:
+                conservative(t)
+            else:
+                while queue and sz[queue[0]] <= free:
+                    begin(queue.pop(0), t)
+                if bf != BACKFILL["fcfs"] and len(queue) > 1 and free > 0:
+                    easy(t, bf == BACKFILL["sjbf"])
+            queue[:] = [j for j in queue if start[j] < 0.0]
+    return {
+        "start": np.array(start),
+        "end": np.array(end),
+        "wtr0": np.array(wtr0),
+        "wtr": np.array(wtr),
+        "ncorr": np.array(ncorr),
+        "killed": np.array(killed),
+    }

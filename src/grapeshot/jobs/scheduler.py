@@ -1,0 +1,608 @@
+"""The event-driven batch scheduler, compiled with numba.
+
+One kernel simulates a cluster of ``capacity`` identical resources (CPUs, or whole nodes) and a
+queue ordered by submit time (FCFS). Events are job arrivals (read in submit order), job ends
+and walltime corrections (a binary heap keyed by (time, kind, job): ends before corrections
+before arrivals at the same instant, ties by job). After the events of an instant the
+scheduler makes one pass:
+
+``fcfs``
+    Start jobs from the head of the queue while the head fits.
+``easy``
+    FCFS, then EASY backfilling: the blocked head gets a reservation at the *shadow time* (the
+    earliest predicted end of running jobs at which it fits); any later job may start now if it
+    fits and its predicted end is before the shadow time, or if it uses no more than the
+    *extra* resources left over at the shadow time (Mu'alem & Feitelson, TPDS 2001).
+``sjbf``
+    EASY with backfill candidates tried shortest predicted walltime first (EASY++).
+``conservative``
+    Every queued job, in order, gets the earliest reservation that delays no earlier one; jobs
+    whose reservation is now start (re-planned from scratch each pass, i.e. with compression).
+
+The scheduler sees only predicted walltimes; a job really ends at ``start + min(run, limit')``
+where ``limit'`` is the walltime after corrections (see :mod:`grapeshot.jobs.correct`).
+
+The kernel can stop after a number of completions and resume, so a predictor can be retrained
+on the jobs completed so far and predict the jobs not yet submitted (no peeking).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+BACKFILL: dict[str, int] = {"fcfs": 0, "easy": 1, "sjbf": 2, "conservative": 3}
+END, CORRECT = 0, 1
+PRED_GIVEN, PRED_AVE2 = 0, 1
+MIN_PREDICTION_S = 1.0
+
+# Integer state slots.
+S_NEXT, S_QN, S_RN, S_FREE, S_HN, S_DONE = 0, 1, 2, 3, 4, 5
+
+
+@njit(cache=True)
+def _less(t1: float, k1: int, j1: int, t2: float, k2: int, j2: int) -> bool:
+    if t1 != t2:
+        return t1 < t2
+    if k1 != k2:
+        return k1 < k2
+    return j1 < j2
+
+
+@njit(cache=True)
+def _push(ht, hk, hj, n, time, kind, job):
+    i = n
+    ht[i] = time
+    hk[i] = kind
+    hj[i] = job
+    while i > 0:
+        p = (i - 1) // 2
+        if _less(ht[i], hk[i], hj[i], ht[p], hk[p], hj[p]):
+            ht[i], ht[p] = ht[p], ht[i]
+            hk[i], hk[p] = hk[p], hk[i]
+            hj[i], hj[p] = hj[p], hj[i]
+            i = p
+        else:
+            break
+    return n + 1
+
+
+@njit(cache=True)
+def _pop(ht, hk, hj, n):
+    n -= 1
+    ht[0] = ht[n]
+    hk[0] = hk[n]
+    hj[0] = hj[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(ht[c + 1], hk[c + 1], hj[c + 1], ht[c], hk[c], hj[c]):
+            c += 1
+        if _less(ht[c], hk[c], hj[c], ht[i], hk[i], hj[i]):
+            ht[i], ht[c] = ht[c], ht[i]
+            hk[i], hk[c] = hk[c], hk[i]
+            hj[i], hj[c] = hj[c], hj[i]
+            i = c
+        else:
+            break
+    return n
+
+
+@njit(cache=True)
+def _can_correct(w: float, run: float, limit: float, ninc: int, lead: float) -> bool:
+    """A correction fires if the job is still running ``lead`` s before walltime ``w``."""
+    return ninc > 0 and w < limit and run > w - lead
+
+
+@njit(cache=True)
+def _grow(w: float, i: int, limit: float, incr: np.ndarray) -> float:
+    k = i if i < len(incr) else len(incr) - 1
+    w = w + incr[k]
+    return limit if w > limit else w
+
+
+@njit(cache=True)
+def _start(
+    j,
+    t,
+    run,
+    size,
+    limit,
+    incr,
+    lead,
+    wtr,
+    start,
+    end,
+    ncorr,
+    killed,
+    running,
+    pos,
+    ist,
+    ht,
+    hk,
+    hj,
+):
+    """Start job ``j`` at ``t``: fire due corrections, schedule its end and next correction."""
+    ninc = len(incr)
+    start[j] = t
+    w = wtr[j]
+    c = ncorr[j]
+    while _can_correct(w, run[j], limit[j], ninc, lead) and t + (w - lead) <= t:
+        w = _grow(w, c, limit[j], incr)
+        c += 1
+    wtr[j] = w
+    ncorr[j] = c
+    # Where the corrections will stop: the job's final walltime decides whether it is killed.
+    wf = w
+    cf = c
+    while _can_correct(wf, run[j], limit[j], ninc, lead):
+        wf = _grow(wf, cf, limit[j], incr)
+        cf += 1
+    if run[j] > wf:
+        killed[j] = 1
+        end[j] = t + wf
+    else:
+        end[j] = t + run[j]
+    ist[S_HN] = _push(ht, hk, hj, ist[S_HN], end[j], END, j)
+    if _can_correct(w, run[j], limit[j], ninc, lead):
+        ist[S_HN] = _push(ht, hk, hj, ist[S_HN], t + (w - lead), CORRECT, j)
+    ist[S_FREE] -= size[j]
+    pos[j] = ist[S_RN]
+    running[ist[S_RN]] = j
+    ist[S_RN] += 1
+
+
+@njit(cache=True)
+def _shadow(t, need, size, wtr, start, running, rn, free):
+    """Shadow time and extra resources for a blocked job needing ``need``."""
+    pe = np.empty(rn)
+    for r in range(rn):
+        j = running[r]
+        e = start[j] + wtr[j]
+        pe[r] = e if e > t else t
+    order = np.argsort(pe, kind="mergesort")
+    avail = free
+    shadow = np.inf
+    for r in order:
+        avail += size[running[r]]
+        if avail >= need:
+            shadow = pe[r]
+            break
+    at_shadow = free
+    for r in range(rn):
+        if pe[r] <= shadow:
+            at_shadow += size[running[r]]
+    return shadow, at_shadow - need
+
+
+@njit(cache=True)
+def _conservative(
+    t,
+    run,
+    size,
+    limit,
+    incr,
+    lead,
+    wtr,
+    start,
+    end,
+    ncorr,
+    killed,
+    running,
+    pos,
+    ist,
+    ht,
+    hk,
+    hj,
+    queue,
+):
+    """Plan every queued job at its earliest slot in order; start those planned for now."""
+    qn = ist[S_QN]
+    rn = ist[S_RN]
+    cap = rn + 2 * qn + 2
+    pt = np.empty(cap)
+    pf = np.empty(cap, dtype=np.int64)
+    pe = np.empty(rn)
+    for r in range(rn):
+        j = running[r]
+        e = start[j] + wtr[j]
+        pe[r] = e if e > t else t
+    order = np.argsort(pe, kind="mergesort")
+    npf = 1
+    pt[0] = t
+    pf[0] = ist[S_FREE]
+    for r in order:
+        if pe[r] == pt[npf - 1]:
+            pf[npf - 1] += size[running[r]]
+        else:
+            pt[npf] = pe[r]
+            pf[npf] = pf[npf - 1] + size[running[r]]
+            npf += 1
+    for qi in range(qn):
+        j = queue[qi]
+        w = wtr[j]
+        need = size[j]
+        k = 0
+        while True:
+            s = pt[k]
+            m = k
+            ok = True
+            while m < npf and pt[m] < s + w:
+                if pf[m] < need:
+                    ok = False
+                    break
+                m += 1
+            if ok:
+                break
+            k = m + 1
+        s = pt[k]
+        e = s + w
+        # Breakpoint at e (s is already one).
+        m = k
+        while m < npf and pt[m] < e:
+            m += 1
+        if m == npf or pt[m] != e:
+            for x in range(npf, m, -1):
+                pt[x] = pt[x - 1]
+                pf[x] = pf[x - 1]
+            pt[m] = e
+            pf[m] = pf[m - 1]
+            npf += 1
+        for x in range(k, m):
+            pf[x] -= need
+        if s == t:
+            _start(
+                j,
+                t,
+                run,
+                size,
+                limit,
+                incr,
+                lead,
+                wtr,
+                start,
+                end,
+                ncorr,
+                killed,
+                running,
+                pos,
+                ist,
+                ht,
+                hk,
+                hj,
+            )
+
+
+@njit(cache=True)
+def _schedule(
+    t,
+    backfill,
+    run,
+    size,
+    limit,
+    incr,
+    lead,
+    wtr,
+    start,
+    end,
+    ncorr,
+    killed,
+    running,
+    pos,
+    ist,
+    ht,
+    hk,
+    hj,
+    queue,
+):
+    qn = ist[S_QN]
+    if qn == 0:
+        return
+    if backfill == 3:
+        _conservative(
+            t,
+            run,
+            size,
+            limit,
+            incr,
+            lead,
+            wtr,
+            start,
+            end,
+            ncorr,
+            killed,
+            running,
+            pos,
+            ist,
+            ht,
+            hk,
+            hj,
+            queue,
+        )
+    else:
+        h = 0
+        while h < qn and size[queue[h]] <= ist[S_FREE]:
+            _start(
+                queue[h],
+                t,
+                run,
+                size,
+                limit,
+                incr,
+                lead,
+                wtr,
+                start,
+                end,
+                ncorr,
+                killed,
+                running,
+                pos,
+                ist,
+                ht,
+                hk,
+                hj,
+            )
+            h += 1
+        if backfill != 0 and h < qn - 1 and ist[S_FREE] > 0:
+            head = queue[h]
+            shadow, extra = _shadow(
+                t, size[head], size, wtr, start, running, ist[S_RN], ist[S_FREE]
+            )
+            cand = queue[h + 1 : qn]
+            if backfill == 2:
+                keys = np.empty(len(cand))
+                for c in range(len(cand)):
+                    keys[c] = wtr[cand[c]]
+                cand = cand[np.argsort(keys, kind="mergesort")]
+            for j in cand:
+                if ist[S_FREE] == 0:
+                    break
+                sz = size[j]
+                if sz > ist[S_FREE]:
+                    continue
+                ends_in_time = t + wtr[j] <= shadow
+                if ends_in_time or sz <= extra:
+                    if not ends_in_time:
+                        extra -= sz
+                    _start(
+                        j,
+                        t,
+                        run,
+                        size,
+                        limit,
+                        incr,
+                        lead,
+                        wtr,
+                        start,
+                        end,
+                        ncorr,
+                        killed,
+                        running,
+                        pos,
+                        ist,
+                        ht,
+                        hk,
+                        hj,
+                    )
+    # Compact the queue, keeping submit order.
+    k = 0
+    for i in range(qn):
+        j = queue[i]
+        if start[j] < 0.0:
+            queue[k] = j
+            k += 1
+    ist[S_QN] = k
+
+
+@njit(cache=True)
+def run_kernel(
+    submit,
+    run,
+    size,
+    limit,
+    pred0,
+    req,
+    user,
+    incr,
+    lead,
+    pred_mode,
+    backfill,
+    ist,
+    fst,
+    queue,
+    running,
+    pos,
+    ht,
+    hk,
+    hj,
+    start,
+    end,
+    wtr,
+    wtr0,
+    ncorr,
+    killed,
+    fin,
+    ulast1,
+    ulast2,
+    ucount,
+    stop_after,
+):
+    """Advance the simulation; return True when every job has ended.
+
+    All arrays are per job (sorted by submit) or per user; ``ist``/``fst`` hold the integer and
+    float scalars (see the ``S_*`` slots) so the state survives between calls. With
+    ``stop_after > 0`` the call returns (False) after the scheduling pass in which the
+    ``stop_after``-th completion of this call happened.
+    """
+    n = len(submit)
+    done_at_call = ist[S_DONE]
+    while True:
+        na = ist[S_NEXT]
+        ta = submit[na] if na < n else np.inf
+        th = ht[0] if ist[S_HN] > 0 else np.inf
+        t = ta if ta < th else th
+        if t == np.inf:
+            return True
+        fst[0] = t
+        while ist[S_HN] > 0 and ht[0] == t:
+            kind = hk[0]
+            j = hj[0]
+            ist[S_HN] = _pop(ht, hk, hj, ist[S_HN])
+            if kind == END:
+                ist[S_FREE] += size[j]
+                r = pos[j]
+                last = running[ist[S_RN] - 1]
+                running[r] = last
+                pos[last] = r
+                ist[S_RN] -= 1
+                u = user[j]
+                ulast2[u] = ulast1[u]
+                ulast1[u] = end[j] - start[j]
+                ucount[u] += 1
+                fin[j] = 1
+                ist[S_DONE] += 1
+            else:
+                w = wtr[j]
+                c = ncorr[j]
+                ninc = len(incr)
+                while _can_correct(w, run[j], limit[j], ninc, lead) and start[j] + (w - lead) <= t:
+                    w = _grow(w, c, limit[j], incr)
+                    c += 1
+                wtr[j] = w
+                ncorr[j] = c
+                if _can_correct(w, run[j], limit[j], ninc, lead):
+                    ist[S_HN] = _push(ht, hk, hj, ist[S_HN], start[j] + (w - lead), CORRECT, j)
+        while na < n and submit[na] == t:
+            if pred_mode == PRED_AVE2:
+                u = user[na]
+                p = req[na]
+                if ucount[u] >= 2:
+                    p = 0.5 * (ulast1[u] + ulast2[u])
+                    if p > req[na]:
+                        p = req[na]
+                if p < MIN_PREDICTION_S:
+                    p = MIN_PREDICTION_S
+            else:
+                p = pred0[na]
+            wtr[na] = p
+            wtr0[na] = p
+            queue[ist[S_QN]] = na
+            ist[S_QN] += 1
+            na += 1
+        ist[S_NEXT] = na
+        _schedule(
+            t,
+            backfill,
+            run,
+            size,
+            limit,
+            incr,
+            lead,
+            wtr,
+            start,
+            end,
+            ncorr,
+            killed,
+            running,
+            pos,
+            ist,
+            ht,
+            hk,
+            hj,
+            queue,
+        )
+        if stop_after > 0 and ist[S_DONE] - done_at_call >= stop_after:
+            return False
+
+
+class KernelState:
+    """The arrays of one simulation, allocated once and advanced by :func:`run_kernel`.
+
+    Parameters
+    ----------
+    submit, run, limit, req
+        Seconds per job, sorted by submit: arrival, actual run time, hard kill limit (the
+        walltime can never grow beyond it), user request (caps AVE2 predictions).
+    size
+        Resources per job (CPUs or nodes), each ``<= capacity``.
+    user
+        Dense user index per job, 0 … U−1.
+    capacity
+        Resources of the machine.
+    """
+
+    def __init__(
+        self,
+        submit: np.ndarray,
+        run: np.ndarray,
+        size: np.ndarray,
+        limit: np.ndarray,
+        req: np.ndarray,
+        user: np.ndarray,
+        capacity: int,
+    ) -> None:
+        n = len(submit)
+        self.submit = np.ascontiguousarray(submit, dtype=np.float64)
+        self.run = np.ascontiguousarray(run, dtype=np.float64)
+        self.size = np.ascontiguousarray(size, dtype=np.int64)
+        self.limit = np.ascontiguousarray(limit, dtype=np.float64)
+        self.req = np.ascontiguousarray(req, dtype=np.float64)
+        self.user = np.ascontiguousarray(user, dtype=np.int64)
+        n_users = int(self.user.max()) + 1 if n else 1
+        self.ist = np.zeros(6, dtype=np.int64)
+        self.ist[S_FREE] = capacity
+        self.fst = np.zeros(1)
+        self.queue = np.zeros(n, dtype=np.int64)
+        self.running = np.zeros(n, dtype=np.int64)
+        self.pos = np.zeros(n, dtype=np.int64)
+        self.ht = np.zeros(2 * n + 2)
+        self.hk = np.zeros(2 * n + 2, dtype=np.int64)
+        self.hj = np.zeros(2 * n + 2, dtype=np.int64)
+        self.start = np.full(n, -1.0)
+        self.end = np.full(n, -1.0)
+        self.wtr = np.zeros(n)
+        self.wtr0 = np.zeros(n)
+        self.ncorr = np.zeros(n, dtype=np.int64)
+        self.killed = np.zeros(n, dtype=np.int8)
+        self.fin = np.zeros(n, dtype=np.int8)
+        self.ulast1 = np.zeros(n_users)
+        self.ulast2 = np.zeros(n_users)
+        self.ucount = np.zeros(n_users, dtype=np.int64)
+
+    @property
+    def next_arrival(self) -> int:
+        """Index of the first job not yet submitted."""
+        return int(self.ist[S_NEXT])
+
+    @property
+    def completed(self) -> int:
+        """Jobs ended so far."""
+        return int(self.ist[S_DONE])
+
+    def finished_jobs(self) -> np.ndarray:
+        """Indices of the jobs that have ended, in index order."""
+        return np.flatnonzero(self.fin)
+
+    def advance(
+        self,
+        pred0: np.ndarray,
+        incr: np.ndarray,
+        lead: float,
+        pred_mode: int,
+        backfill: int,
+        stop_after: int = 0,
+    ) -> bool:
+        """Run the kernel until the end, or until ``stop_after`` more jobs have completed."""
+        return bool(
+            run_kernel(
+                self.submit, self.run, self.size, self.limit,
+                np.ascontiguousarray(pred0, dtype=np.float64), self.req, self.user,
+                np.ascontiguousarray(incr, dtype=np.float64), float(lead), int(pred_mode),
+                int(backfill), self.ist, self.fst, self.queue, self.running, self.pos,
+                self.ht, self.hk, self.hj, self.start, self.end, self.wtr, self.wtr0,
+                self.ncorr, self.killed, self.fin, self.ulast1, self.ulast2, self.ucount,
+                int(stop_after),
+            )
+        )  # fmt: skip

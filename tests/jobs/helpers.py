@@ -1,0 +1,36 @@
+"""Shared helpers of the jobs tests: random traces and the kernel-vs-reference runner."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grapeshot.jobs.correct import LEAD_S, get_correction
+from grapeshot.jobs.reference import reference_schedule
+from grapeshot.jobs.scheduler import BACKFILL, KernelState
+
+
+def random_jobs(seed: int, n: int, capacity: int) -> dict[str, np.ndarray]:
+    """A small random workload with ties in submit times and run times."""
+    rng = np.random.default_rng(seed)
+    submit = np.sort(rng.integers(0, n * 40, n)).astype(np.float64)
+    run = rng.choice([0.0, 5.0, 30.0, 60.0, 600.0, 3600.0, 7200.0], n) + rng.integers(0, 3, n)
+    size = rng.integers(1, capacity + 1, n)
+    req = np.maximum(run * rng.choice([0.5, 1.0, 2.0, 10.0], n), 1.0)
+    user = rng.integers(0, 4, n)
+    pred = np.maximum(np.minimum(rng.choice([60.0, 300.0, 1800.0, 9000.0], n), req), 1.0)
+    return {"submit": submit, "run": run, "size": size, "req": req, "user": user, "pred": pred}
+
+
+def both(jobs: dict[str, np.ndarray], capacity: int, correction: str, mode: int, backfill: str,
+         kill: str = "hard") -> tuple[KernelState, dict[str, np.ndarray]]:  # fmt: skip
+    """Run the kernel and the reference on the same jobs."""
+    limit = jobs["req"].copy() if kill == "request" else np.full(len(jobs["req"]), 86400.0)
+    req = np.minimum(jobs["req"], limit)
+    incr = get_correction(correction).increments
+    state = KernelState(jobs["submit"], jobs["run"], jobs["size"], limit, req, jobs["user"],
+                        capacity)  # fmt: skip
+    state.advance(np.minimum(jobs["pred"], req), incr, LEAD_S, mode, BACKFILL[backfill])
+    ref = reference_schedule(jobs["submit"], jobs["run"], jobs["size"], limit,
+                             np.minimum(jobs["pred"], req), req, jobs["user"], capacity, incr,
+                             LEAD_S, mode, backfill)  # fmt: skip
+    return state, ref

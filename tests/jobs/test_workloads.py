@@ -1,0 +1,128 @@
+"""Cleaning steps, COARE mode, the generator, sacct, and the online regression (no peeking)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grapeshot.jobs.clean import clean, flurry_mask
+from grapeshot.jobs.coare import apply_default_walltime
+from grapeshot.jobs.generate import lublin_feitelson
+from grapeshot.jobs.policies import POLICIES, parse_policies
+from grapeshot.jobs.predict import Predictor
+from grapeshot.jobs.sacct import parse_sacct_text
+from grapeshot.jobs.simulate import Machine, simulate
+from grapeshot.jobs.trace import make_trace
+from grapeshot.model.errors import InputError
+
+FUZZ = int(os.environ.get("GRAPESHOT_FUZZ_EXAMPLES", "1500"))
+
+
+def test_cleaning_steps_are_counted() -> None:
+    day = 86400.0
+    t = make_trace(
+        submit=[0, 1, 2, 3, 4, 5, 6, 7],
+        run=[10, -1, 8 * day, 10, 10, 0, 10, 10],
+        procs=[1, 1, 1, 300, 1, 1, 1, 1],
+        req_time=[60, 60, 9 * day, 60, -1, 0, 60, 60],
+        user=[1, 1, 1, 1, 2, 2, 3, 3],
+    )
+    c = clean(t, cpus=256, flurry_jobs=2, flurry_window=10.0, warmup=0.25)
+    counts = {s.name: s.affected for s in c.steps}
+    assert counts == {"fill-procs": 0, "drop-unrunnable": 1, "drop-too-wide": 1,
+                      "fill-request": 2, "drop-long": 1, "drop-flurries": 4,
+                      "warm-up": 0}  # fmt: skip
+    assert len(c.trace) == 1 and c.trace.user.tolist() == [1]
+
+
+def test_flurry_mask_marks_whole_window() -> None:
+    user = np.array([1, 1, 1, 2, 1, 1])
+    submit = np.array([0.0, 5, 9, 9, 100, 200])
+    assert flurry_mask(user, submit, 3, 10.0).tolist() == [True, True, True, False, False, False]
+
+
+def test_default_walltime_share_and_eligibility() -> None:
+    t = make_trace(submit=np.arange(100), run=np.r_[np.full(90, 60.0), np.full(10, 1e6)],
+                   procs=np.ones(100), req_time=np.full(100, 120.0))  # fmt: skip
+    out, k = apply_default_walltime(t, 72, 0.8, seed=3)
+    assert k == 80 and (out.req_time == 72 * 3600).sum() == 80
+    assert (out.req_time[out.run > 72 * 3600] == 120).all()  # never given to jobs too long
+    with pytest.raises(InputError, match="--default-share"):
+        apply_default_walltime(t, 72, 1.5, seed=0)
+
+
+def test_generator_is_seeded_and_hits_its_load() -> None:
+    a = lublin_feitelson(3000, cpus=64, load=0.7, seed=5)
+    b = lublin_feitelson(3000, cpus=64, load=0.7, seed=5)
+    assert all(np.array_equal(a.columns[k], b.columns[k]) for k in a.columns)
+    assert not np.array_equal(a.run, lublin_feitelson(3000, cpus=64, load=0.7, seed=6).run)
+    offered = np.sum(a.procs * a.run) / (64 * (a.submit[-1] - a.submit[0]))
+    assert offered == pytest.approx(0.7, rel=0.01)
+    assert (a.procs >= 1).all() and (a.procs <= 64).all() and (a.run <= a.req_time).all()
+    assert (a.run <= np.exp(12) * 1.5).all() and len(np.unique(a.user)) > 10
+    coare = lublin_feitelson(3000, cpus=64, load=0.7, seed=5, default_walltime_h=168)
+    assert np.mean(coare.req_time == 168 * 3600) == pytest.approx(0.8, abs=0.01)
+
+
+def test_regression_never_peeks_at_the_future() -> None:
+    trace = lublin_feitelson(800, cpus=32, load=0.9, seed=2)
+    machine = Machine(32)
+    pred = Predictor("adaboost", retrain_every=40, min_samples=20, n_estimators=5)
+    first = simulate(trace, "regression-simple", machine, predictor=pred)
+    # Change the run times of the last 100 submitted jobs: every prediction made before the
+    # first of them completes (here: for jobs submitted before the first one is submitted)
+    # must be unchanged.
+    run = trace.run.copy()
+    run[-100:] = run[-100:] * 3 + 100
+    second = simulate(trace.with_column("run", run), "regression-simple", machine, predictor=pred)
+    cut = len(trace) - 100
+    assert np.array_equal(first.prediction[:cut], second.prediction[:cut])
+    assert not np.array_equal(first.prediction, second.prediction)
+    assert (first.prediction <= trace.req_time).all() and (first.prediction >= 1).all()
+    assert not np.array_equal(first.prediction, trace.req_time)  # it did learn something
+
+
+def test_policy_registry() -> None:
+    assert next(p.name for p in parse_policies("paper")) == "user-estimate"
+    assert len(parse_policies("all")) == len(POLICIES)
+    with pytest.raises(ValueError, match="expected one of user-estimate"):
+        parse_policies("user-estimate,magic")
+
+
+SACCT = """JobID|User|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqMem|State
+100|ana|2024-01-01T00:00:00|2024-01-01T00:10:00|2024-01-01T01:10:00|01:00:00|7-00:00:00|48|4000Mc|COMPLETED
+100.batch||2024-01-01T00:00:00|2024-01-01T00:10:00|2024-01-01T01:10:00|01:00:00||48||COMPLETED
+101|ben|2024-01-01T00:05:00|Unknown|Unknown|00:00:00|1-00:00:00|2|16Gn|PENDING
+102|ana|2024-01-01T00:06:00|2024-01-01T00:06:00|2024-01-01T00:06:30|00:30|UNLIMITED|4|8G|FAILED
+103|ben|yesterday|2024-01-01T00:06:00|x|00:30|10:00|4|8G|FAILED
+"""
+
+
+def test_sacct_reader() -> None:
+    read = parse_sacct_text(SACCT, "acct.txt")
+    t = read.trace
+    assert read.lines == 4 and len(t) == 3 and len(read.bad) == 1
+    assert str(read.bad[0]).startswith("acct.txt line 6 column Submit: got 'yesterday'")
+    assert t.submit.tolist() == [0.0, 300.0, 360.0]
+    assert t.run.tolist() == [3600.0, -1.0, 30.0]  # never started: run missing
+    assert t.req_time.tolist() == [7 * 86400.0, 86400.0, -1.0]
+    assert t.wait.tolist() == [600.0, -1.0, 0.0]
+    assert t.req_mem[0] == 4000 * 1024 and t.req_mem[1] == 16 * 1024**2 / 2
+    assert t.user.tolist() == [1, 2, 1] and t.status.tolist() == [1, -1, 0]
+    c = clean(t, cpus=48)
+    assert {s.name: s.affected for s in c.steps}["drop-unrunnable"] == 1
+    with pytest.raises(InputError, match="header lacks Elapsed"):
+        parse_sacct_text("JobID|Submit\n1|2024-01-01T00:00:00\n")
+
+
+@settings(max_examples=FUZZ // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet="0123456789|:-T.GMnc xUNLIMITEDab", max_size=70), max_size=5))
+def test_sacct_fuzz_never_a_traceback(rows: list[str]) -> None:
+    text = SACCT.splitlines()[0] + "\n" + "\n".join(rows)
+    read = parse_sacct_text(text, "f.txt")
+    for e in read.bad:
+        assert " line " in e.where and " column " in e.where
