@@ -11,11 +11,13 @@ import sys
 from mpi4py import MPI
 
 from grapeshot.runtime.driver import run_program
-from tests.runtime.toy_programs import Dying, Failing, Heat, Walkers
+from tests.runtime.toy_programs import BatchedHeat, Dying, Failing, Heat, Walkers
 
 PROGRAMS = {
     "heat": lambda: Heat(parts=(4, 3)),
     "heat4": lambda: Heat(parts=(2, 2)),
+    "heat-batched": lambda: BatchedHeat(parts=(4, 3)),
+    "batch-failing": lambda: BatchedHeat(parts=(2, 2), fail_at=2),
     "walkers": lambda: Walkers(parts=(4, 2)),
     "failing": lambda: Failing(parts=(2, 2)),
     "dying": lambda: Dying(parts=(2, 2)),

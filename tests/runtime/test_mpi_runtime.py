@@ -46,6 +46,24 @@ def test_task_runtime_matches_serial(n, program) -> None:
     assert summary["ranks"] == n and len(summary["busy"]) == n
 
 
+@pytest.mark.parametrize(("n", "threads"), [(1, 2), (2, 1), (3, 2)])
+def test_batched_phases_match_serial(n, threads) -> None:
+    # The serial executor runs Heat's kernels one by one; the runtime runs the batch.
+    summary = _run(n, "heat-batched", threads=threads)
+    assert summary["fields_digest"] == SERIAL["heat"]()
+
+
+def test_a_failing_batch_ends_the_run_with_a_message() -> None:
+    proc = run_mpi(
+        2,
+        ["-m", "tests.runtime.mpi_toys", "batch-failing", "task", "cyclic", "1", "mpi", "none"],
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "step 2, phase 'diffuse' failed: FloatingPointError" in proc.stderr
+
+
 @pytest.mark.parametrize("reduction", ["linear", "binomial"])
 def test_reduction_algorithms_agree(reduction) -> None:
     summary = _run(4, "heat", strategy="geometric", reduction=reduction)

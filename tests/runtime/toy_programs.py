@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from grapeshot.model.clock import now_ns
 from grapeshot.model.program import (
+    Batch,
     Block,
     Box,
     Context,
@@ -156,3 +158,50 @@ class Dying(Heat):
 
             os._exit(7)
         super()._step(block, box, ctx)
+
+
+@njit(cache=True, nogil=True)
+def _diffuse_batch(arrays, bases, todo, params, iparams, values, stamps):
+    """Heat's diffuse phase on many partitions: the same walls and stencil, in one call."""
+    u_all, tmp_all = arrays
+    for t in range(todo.size):
+        stamps[t] = now_ns()
+        i = todo[t]
+        px, py = iparams[i, 0], iparams[i, 1]
+        u = u_all[bases[0, i] : bases[0, i] + px * py].reshape((px, py))
+        tmp = tmp_all[bases[1, i] : bases[1, i] + px * py].reshape((px, py))
+        if iparams[i, 2]:
+            u[0, :] = u[1, :]
+        if iparams[i, 3]:
+            u[px - 1, :] = u[px - 2, :]
+        if iparams[i, 4]:
+            u[:, 0] = u[:, 1]
+        if iparams[i, 5]:
+            u[:, py - 1] = u[:, py - 2]
+        _diffuse(u, tmp, params[0])
+        u[1 : px - 1, 1 : py - 1] = tmp[1 : px - 1, 1 : py - 1]
+        values[i] = 0.0
+    stamps[todo.size] = now_ns()
+
+
+class BatchedHeat(Heat):
+    """Heat whose diffuse phase also has a :class:`Batch` (the runtime uses it, serial not)."""
+
+    name = "heat-batched"
+
+    def __init__(self, domain=(24, 18), parts=(3, 2), fail_at: int | None = None):
+        super().__init__(domain, parts)
+        self.fail_at = fail_at
+        speed, diffuse, mass = self.phases
+        batch = Batch(("u", "tmp"), _diffuse_batch, self._params, self._iparams)
+        diffuse = Phase(diffuse.name, diffuse.kernel, exchange=diffuse.exchange, batch=batch)
+        self.phases = (speed, diffuse, mass)
+
+    def _params(self, ctx):
+        if self.fail_at is not None and ctx.step == self.fail_at:
+            raise FloatingPointError("the batch's parameters blew up")
+        return np.array([0.2])
+
+    def _iparams(self, box):
+        walls = [box.at_wall(0, -1), box.at_wall(0, 1), box.at_wall(1, -1), box.at_wall(1, 1)]
+        return np.array([*box.padded_shape, *walls], dtype=np.int64)

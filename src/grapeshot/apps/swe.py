@@ -48,8 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from grapeshot.model.clock import now_ns
 from grapeshot.model.errors import InputError, check_positive_number
 from grapeshot.model.program import (
+    Batch,
     Block,
     Box,
     Context,
@@ -512,6 +514,66 @@ def swe_count_wet(q: np.ndarray, g: int, h_dry: float) -> int:
     return n
 
 
+# ----------------------------------------------------------------------------- batches
+
+#: Block entries the batch kernels use, in the order of their ``arrays`` tuple.
+BATCH_FIELDS = ("q", "q1", "bed", "fx", "fy", "bad", "wet")
+_Q, _Q1, _BED, _FX, _FY, _BAD, _WET = range(7)
+
+
+@njit(cache=True, nogil=True)
+def _views(arrays, bases, i, nx, ny, g):
+    """The padded state arrays of local partition ``i`` inside the runtime's flat arrays."""
+    px, py = nx + 2 * g, ny + 2 * g
+    q = arrays[_Q][bases[_Q, i] : bases[_Q, i] + px * py * 3].reshape((px, py, 3))
+    q1 = arrays[_Q1][bases[_Q1, i] : bases[_Q1, i] + px * py * 3].reshape((px, py, 3))
+    bed = arrays[_BED][bases[_BED, i] : bases[_BED, i] + px * py].reshape((px, py))
+    fx = arrays[_FX][bases[_FX, i] : bases[_FX, i] + (nx + 1) * ny * N_FACE]
+    fy = arrays[_FY][bases[_FY, i] : bases[_FY, i] + nx * (ny + 1) * N_FACE]
+    return q, q1, bed, fx.reshape((nx + 1, ny, N_FACE)), fy.reshape((nx, ny + 1, N_FACE))
+
+
+@njit(cache=True, nogil=True)
+def swe_rate_batch(arrays, bases, todo, params, iparams, values, stamps):
+    """:class:`~grapeshot.model.program.Batch` of the ``rate`` phase (params: dx, dy,
+    h_dry, gravity; iparams: nx, ny, ghost, walls W E S N)."""
+    bad = arrays[_BAD]
+    for t in range(todo.size):
+        stamps[t] = now_ns()
+        i = todo[t]
+        q = _views(arrays, bases, i, iparams[i, 0], iparams[i, 1], iparams[i, 2])[0]
+        rate, first_bad = swe_rate(q, iparams[i, 2], params[0], params[1], params[2], params[3])
+        bad[bases[_BAD, i]] = first_bad
+        values[i] = rate
+    stamps[todo.size] = now_ns()
+
+
+@njit(cache=True, nogil=True)
+def swe_stage_batch(arrays, bases, todo, params, iparams, values, stamps):
+    """:class:`~grapeshot.model.program.Batch` of a Heun stage: the walls, then
+    :func:`swe_stage` (params: dt, dx, dy, h_dry, gravity, manning, neg_tol, first)."""
+    bad = arrays[_BAD]
+    wet = arrays[_WET]
+    first = params[7] > 0.0
+    for t in range(todo.size):
+        stamps[t] = now_ns()
+        i = todo[t]
+        nx, ny, g = iparams[i, 0], iparams[i, 1], iparams[i, 2]
+        q, q1, bed, fx, fy = _views(arrays, bases, i, nx, ny, g)
+        src, dst = (q, q1) if first else (q1, q)
+        west, east = iparams[i, 3] > 0, iparams[i, 4] > 0
+        south, north = iparams[i, 5] > 0, iparams[i, 6] > 0
+        if west or east or south or north:
+            swe_reflect(src, g, west, east, south, north)
+        wet_count = wet[bases[_WET, i] : bases[_WET, i] + 1]
+        bad[bases[_BAD, i]] = swe_stage(
+            q, src, bed, fx, fy, dst, g, params[0], params[1], params[2], params[3],
+            params[4], params[5], params[6], first, wet_count,
+        )  # fmt: skip
+        values[i] = 0.0
+    stamps[todo.size] = now_ns()
+
+
 # ----------------------------------------------------------------------------- the program
 
 
@@ -577,10 +639,15 @@ class ShallowWater(Program):
         self.spacing = config.spacing
         # Separates round-off (a draining film at -1e-17 m) from a positivity failure.
         self._neg_tol = 1e-9
+        rate_batch = Batch(BATCH_FIELDS, swe_rate_batch, self._rate_params, self._iparams)
+        stage1 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage1_params, self._iparams)
+        stage2 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage2_params, self._iparams)
+        walls1 = Exchange(("q",), GHOST, boundary=_walls("q"))
+        walls2 = Exchange(("q1",), GHOST, boundary=_walls("q1"))
         self.phases = (
-            Phase("rate", self._rate, reduce=Reduction("rate", "max")),
-            Phase("stage1", self._stage1, exchange=Exchange(("q",), GHOST, boundary=_walls("q"))),
-            Phase("stage2", self._stage2, exchange=Exchange(("q1",), GHOST, boundary=_walls("q1"))),
+            Phase("rate", self._rate, reduce=Reduction("rate", "max"), batch=rate_batch),
+            Phase("stage1", self._stage1, exchange=walls1, batch=stage1),
+            Phase("stage2", self._stage2, exchange=walls2, batch=stage2),
         )
 
     # -- state -------------------------------------------------------------------------
@@ -666,6 +733,28 @@ class ShallowWater(Program):
 
     def _stage2(self, block: Block, box: Box, ctx: Context) -> None:
         self._stage(block, box, ctx, False)
+
+    def _iparams(self, box: Box) -> np.ndarray:
+        walls = [box.at_wall(0, -1), box.at_wall(0, 1), box.at_wall(1, -1), box.at_wall(1, 1)]
+        return np.array([*box.shape, box.ghost, *walls], dtype=np.int64)
+
+    def _rate_params(self, ctx: Context) -> np.ndarray:
+        c = self.config
+        return np.array([*self.spacing, c.h_dry, c.gravity])
+
+    def _stage_params(self, ctx: Context, first: bool) -> np.ndarray:
+        c = self.config
+        dx, dy = self.spacing
+        flag = 1.0 if first else 0.0
+        return np.array(
+            [self.dt(ctx), dx, dy, c.h_dry, c.gravity, c.setup.manning, self._neg_tol, flag]
+        )
+
+    def _stage1_params(self, ctx: Context) -> np.ndarray:
+        return self._stage_params(ctx, True)
+
+    def _stage2_params(self, ctx: Context) -> np.ndarray:
+        return self._stage_params(ctx, False)
 
     def check_block(self, block: Block, box: Box, ctx: Context, phase: str) -> None:
         """Raise :class:`SimulationError` naming the cell if the last kernel found one bad."""

@@ -253,6 +253,50 @@ class Migration:
     immigrate: Callable[[Block, Box, list[np.ndarray]], None]
 
 
+@dataclass(frozen=True)
+class Batch:
+    """An optional fast path: a phase's tasks on many partitions in one compiled call.
+
+    Executors that support it (the MPI task runtime) call ``run`` once for a whole set of
+    ready partitions instead of the phase's ``boundary`` and ``kernel`` once per partition:
+    no Python and no GIL between tasks, so tiny partitions stay cheap and threads scale. The
+    others (serial, reference) keep calling ``boundary`` and ``kernel``: ``run`` must do, for
+    each partition, exactly what they do, so that every executor gets the same bits. The
+    runtime still calls ``check_block`` after each task. Phases with custom packers or a
+    migration are run task by task whatever their ``batch``.
+
+    Parameters
+    ----------
+    fields
+        Block entries ``run`` reads or writes; each must keep its shape and dtype through the
+        run. The runtime holds each in one flat array for all of a rank's partitions (every
+        ``block[name]`` a view of its segment).
+    run
+        A numba function (``nogil=True``)
+        ``run(arrays, bases, todo, params, iparams, values, stamps)``:
+
+        - ``arrays``: tuple of the flat arrays, in ``fields`` order;
+        - ``bases``: int64 ``(len(fields), L)``, where local partition ``i``'s segment of each
+          starts (its array is ``arrays[f][bases[f, i]:][:size].reshape(shape)``);
+        - ``todo``: int64 ``(k,)``, the local partitions to run, in this order;
+        - ``params``: float64, from ``params(ctx)``; ``iparams``: int64 ``(L, m)``, row ``i``
+          from ``iparams(box)`` of local partition ``i``;
+        - ``values``: float64 ``(L,)``, where the kernel's return value goes (reductions);
+        - ``stamps``: int64 ``(k + 1,)``: ``stamps[t] = now_ns()`` right before task ``t`` and
+          ``stamps[k]`` after the last (:func:`grapeshot.model.clock.now_ns`).
+    params
+        ``params(ctx)``: the step's float parameters (time step, ...), float64 1-D.
+    iparams
+        ``iparams(box)``: the partition's integer constants (sizes, walls), int64 1-D, the
+        same length for every partition.
+    """
+
+    fields: tuple[str, ...]
+    run: Callable
+    params: Callable[[Context], np.ndarray]
+    iparams: Callable[[Box], np.ndarray]
+
+
 @dataclass
 class Context:
     """What a kernel sees of the run: the step, the time, and this step's reduced values."""
@@ -264,13 +308,15 @@ class Context:
 
 @dataclass(frozen=True)
 class Phase:
-    """One kernel over every partition, with what precedes and follows it."""
+    """One kernel over every partition, with what precedes and follows it (``batch``: the
+    same work on many partitions in one compiled call, see :class:`Batch`)."""
 
     name: str
     kernel: Callable[[Block, Box, Context], float | None]
     exchange: Exchange | None = None
     reduce: Reduction | None = None
     migrate: Migration | None = None
+    batch: Batch | None = None
 
 
 class Program(ABC):

@@ -36,7 +36,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grapeshot.exchange.collectives import ordered_allreduce
-from grapeshot.model.program import Block, Context, Phase, Program, neighbour_offsets
+from grapeshot.model.program import (
+    Block,
+    Context,
+    Phase,
+    Program,
+    SimulationError,
+    neighbour_offsets,
+)
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.halo_plan import Arena, GridPlan, grid_plan, rank_links
 from grapeshot.runtime.warmup import warm_up
@@ -90,17 +97,15 @@ class TaskRecord:
     def from_clocks(cls, clocks: list[_ThreadClock]) -> TaskRecord:
         """The rows every thread's clock recorded."""
         record = cls()
+        columns = (
+            record.part, record.step, record.phase, record.thread, record.start, record.end,
+            record.wait, record.cpu,
+        )  # fmt: skip
         for clock in clocks:
             for row, cpu in zip(clock.rows, clock.cpu, strict=True):
-                part, step, phase, thread, start, end, wait = row
-                record.part.append(part)
-                record.step.append(step)
-                record.phase.append(phase)
-                record.thread.append(thread)
-                record.start.append(start)
-                record.end.append(end)
-                record.cpu.append(cpu)
-                record.wait.append(wait)
+                n = np.size(row[0])  # a task, or a batch of tasks (arrays)
+                for column, value in zip(columns, (*row, cpu), strict=True):
+                    column.extend(np.broadcast_to(value, n).tolist())
         return record
 
 
@@ -116,7 +121,9 @@ class _ThreadClock:
     """
 
     def __init__(self) -> None:
-        self.rows: list[tuple[int, int, int, int, float, float, float]] = []
+        #: ``(part, step, phase, thread, start, end, wait)`` per task, or per batch of tasks
+        #: with ``part``, ``start`` and ``end`` as arrays.
+        self.rows: list[tuple] = []
         self.cpu: list[float] = []
         self.running = False
         self.cpu0 = self.wall0 = 0.0
@@ -258,7 +265,13 @@ class _Runner:
                 }
             )
         )
-        self.arena = Arena(self.grid_names, self.links.local_parts, self.blocks)
+        self.batched = {
+            k for k, ph in enumerate(program.phases) if ph.batch is not None and _batchable(ph)
+        }
+        batch_names = {n for k in self.batched for n in program.phases[k].batch.fields}
+        self.arena = Arena(
+            tuple(sorted(set(self.grid_names) | batch_names)), self.links.local_parts, self.blocks
+        )
         self.plans: dict[int, GridPlan] = {
             k: grid_plan(self.links, self.boxes, self.arena, ph.exchange.fields, ph.exchange.width)
             for k, ph in enumerate(program.phases)
@@ -294,6 +307,8 @@ class _Runner:
         self.finished: queue.SimpleQueue = queue.SimpleQueue()
         self.failure: str | None = None
         self.task_fns: dict[int, Callable] = {}
+        #: The reduced values of batched phases, per local partition.
+        self.batch_values = np.zeros(n)
         self.progress_at = time.perf_counter()
         self.waiting_for = "nothing yet"
 
@@ -302,12 +317,17 @@ class _Runner:
     def run(self, start_step: int, start_time: float, steps: int, on_step) -> RankResult:
         warm_up(self.program, self.boxes[self.local[0]])
         for flat in self.arena.flat.values():  # compile the copies before the clock
-            idx = np.zeros(min(1, flat.size), dtype=np.int64)
-            gather(flat, idx, np.empty(idx.size, flat.dtype))
-            scatter(flat[: idx.size].copy(), idx, flat[: idx.size].copy())
-            copy_within(flat[: idx.size].copy(), idx, idx)
+            none = np.zeros(0, dtype=np.int64)
+            gather(flat, none, flat[:0].copy())
+            scatter(flat[:0].copy(), none, flat[:0].copy())
+            copy_within(flat[:0].copy(), none, none)
+        for k in self.batched:  # and the batches, on no partition
+            self.task_of(k).warm()
         self.data.Barrier()
         self.t0 = time.perf_counter()
+        # Batches stamp tasks on CLOCK_MONOTONIC, perf_counter's clock on Linux; the offset
+        # turns a stamp into seconds since t0 wherever the two differ.
+        self.stamp_offset = time.perf_counter() - time.monotonic_ns() * 1e-9 - self.t0
         stop = threading.Event()
         workers = [
             threading.Thread(target=self.worker, args=(t,), daemon=True, name=f"grapeshot-{t}")
@@ -335,7 +355,7 @@ class _Runner:
                 t.join()
             stop.set()
         wall = time.perf_counter() - self.t0
-        main_tasks = sum(row[5] - row[4] for row in self.clocks[0].rows)
+        main_tasks = float(sum(np.sum(row[5] - row[4]) for row in self.clocks[0].rows))
         return RankResult(
             self.rank,
             self.blocks,
@@ -410,8 +430,7 @@ class _Runner:
         waited = 0.0
         while True:
             clock.start()
-            for i in ready:
-                task(i, step, ctx, waited, rows, 0)
+            task(ready, step, ctx, waited, rows, 0)
             clock.stop()
             if not pending:
                 return
@@ -420,8 +439,11 @@ class _Runner:
     def run_pooled(self, task, ready, need, pending, step, k, ctx, start) -> None:
         """Several threads: workers and this one take tasks from one FIFO queue; this one
         also receives the messages that make more tasks ready."""
-        for i in ready:
-            self.tasks.put((task, i, step, ctx, 0.0))
+        # A batched phase hands out runs of partitions (one compiled call each), a few per
+        # thread so that they even out; the others one task at a time.
+        chunk = max(1, len(self.local) // (4 * self.threads)) if k in self.batched else 1
+        for part in _chunks(ready, chunk):
+            self.tasks.put((task, part, step, ctx, 0.0))
         remaining = len(self.local)
         clock = self.clocks[0]
         while remaining:
@@ -432,27 +454,25 @@ class _Runner:
             if item is not None:
                 clock.start()
                 item[0](item[1], item[2], item[3], item[4], clock.rows, 0)
-                remaining -= 1
+                remaining -= len(item[1])
                 continue
             while True:  # what the workers finished meanwhile
                 try:
-                    self.finished.get_nowait()
+                    remaining -= self.finished.get_nowait()
                 except queue.Empty:
                     break
-                remaining -= 1
             if not remaining:
                 break
             clock.stop()
             if pending:
                 ready, waited = self.arrival(k, step, need, pending, start)
-                for i in ready:
-                    self.tasks.put((task, i, step, ctx, waited))
+                for part in _chunks(ready, chunk):
+                    self.tasks.put((task, part, step, ctx, waited))
             else:
                 self.waiting_for = f"step {step} phase {k}: tasks on workers"
                 t = time.perf_counter()
-                self.finished.get()
+                remaining -= self.finished.get()
                 self.wait_seconds += time.perf_counter() - t
-                remaining -= 1
         clock.stop()
 
     # -- tasks ---------------------------------------------------------------------------
@@ -470,20 +490,24 @@ class _Runner:
                 return
             clock.start()
             item[0](item[1], item[2], item[3], item[4], clock.rows, thread)
-            self.finished.put(None)
+            self.finished.put(len(item[1]))
 
     def task_of(self, k: int) -> Callable:
-        """The function that runs phase ``k`` on one local partition (built once).
+        """The function that runs phase ``k`` on a list of local partitions (built once).
 
-        ``task(i, step, ctx, waited, rows, thread)`` unpacks custom halos, fills the walls,
-        runs the kernel and its checks, takes the emigrants out, and appends the task's row;
-        an exception is kept for the main thread, which aborts the run. Everything it needs
-        is bound here, so a task costs a few attribute-free Python operations besides the
-        app's own calls.
+        ``task(todo, step, ctx, waited, rows, thread)`` runs the partitions at positions
+        ``todo`` in order and appends their rows; an exception is kept for the main thread,
+        which aborts the run. A batched phase (:class:`~grapeshot.model.program.Batch`) runs
+        them all in one compiled call; the others one by one: unpack custom halos, fill the
+        walls, run the kernel and its checks, take the emigrants out. Everything a task needs
+        is bound here, so it costs a few Python operations besides the app's own calls.
         """
         task = self.task_fns.get(k)
-        if task is not None:
-            return task
+        if task is None:
+            task = self.task_fns[k] = self.batch_task(k) if k in self.batched else self.one_task(k)
+        return task
+
+    def one_task(self, k: int) -> Callable:
         phase = self.program.phases[k]
         exchange, kernel, name = phase.exchange, phase.kernel, phase.name
         boundary = exchange.boundary if exchange is not None else None
@@ -494,32 +518,76 @@ class _Runner:
         inboxes, values, emigrants, offsets = self.inbox, self.values, self.emigrants, self.offsets
         perf_counter, t0 = time.perf_counter, self.t0
 
-        def task(i: int, step: int, ctx: Context, waited: float, rows: list, thread: int):
-            p = local[i]
-            box, block = boxes[p], blocks[p]
-            start = perf_counter()
-            try:
-                if unpack is not None:
-                    inbox = inboxes[i]
-                    for slot in sorted(inbox):
-                        unpack(block, box, offsets[slot], inbox[slot])
-                    inbox.clear()
-                if boundary is not None:
-                    boundary(block, box)
-                values[i] = kernel(block, box, ctx)
-                check(block, box, ctx, name)
-                if emigrate is not None:
-                    emigrants[i] = emigrate(block, box)
-            except BaseException as exc:  # the main thread reports it and aborts the run
-                if self.failure is None:
-                    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                    self.failure = f"partition {p}, step {step}, phase {name!r} failed: {detail}"
-            end = perf_counter()
-            self.progress_at = end
-            rows.append((p, step, k, thread, start - t0, end - t0, waited))
+        def task(todo: list, step: int, ctx: Context, waited: float, rows: list, thread: int):
+            for i in todo:
+                p = local[i]
+                box, block = boxes[p], blocks[p]
+                start = perf_counter()
+                try:
+                    if unpack is not None:
+                        inbox = inboxes[i]
+                        for slot in sorted(inbox):
+                            unpack(block, box, offsets[slot], inbox[slot])
+                        inbox.clear()
+                    if boundary is not None:
+                        boundary(block, box)
+                    values[i] = kernel(block, box, ctx)
+                    check(block, box, ctx, name)
+                    if emigrate is not None:
+                        emigrants[i] = emigrate(block, box)
+                except BaseException as exc:  # the main thread reports it and aborts the run
+                    self.fail(p, step, name, exc)
+                end = perf_counter()
+                self.progress_at = end
+                rows.append((p, step, k, thread, start - t0, end - t0, waited))
 
-        self.task_fns[k] = task
         return task
+
+    def batch_task(self, k: int) -> Callable:
+        phase = self.program.phases[k]
+        batch, name = phase.batch, phase.name
+        arena = self.arena
+        arrays = tuple(arena.flat[f] for f in batch.fields)
+        bases = np.array(
+            [[arena.base[f][p] for p in self.local] for f in batch.fields], dtype=np.int64
+        ).reshape(len(batch.fields), len(self.local))
+        iparams = np.array([batch.iparams(self.boxes[p]) for p in self.local], dtype=np.int64)
+        iparams = iparams.reshape(len(self.local), -1)
+        run, params_of, values = batch.run, batch.params, self.batch_values
+        check = self.program.check_block
+        local = np.asarray(self.local, dtype=np.int64)
+        boxes, blocks = self.boxes, self.blocks
+
+        def task(todo: list, step: int, ctx: Context, waited: float, rows: list, thread: int):
+            positions = np.asarray(todo, dtype=np.int64)
+            stamps = np.zeros(positions.size + 1, dtype=np.int64)
+            parts = local[positions]
+            try:
+                run(arrays, bases, positions, params_of(ctx), iparams, values, stamps)
+                for p in parts.tolist():
+                    check(blocks[p], boxes[p], ctx, name)
+            except BaseException as exc:  # the main thread reports it and aborts the run
+                self.fail(int(parts[0]) if parts.size else -1, step, name, exc)
+            self.progress_at = time.perf_counter()
+            if positions.size:
+                times = stamps * 1e-9 + self.stamp_offset
+                rows.append((parts, step, k, thread, times[:-1], times[1:], waited))
+
+        def warm() -> None:
+            """Compile (or load) ``run`` on no partition, before the clock starts."""
+            none = np.zeros(0, dtype=np.int64)
+            run(arrays, bases, none, np.zeros(16), iparams, values, np.zeros(1, np.int64))
+
+        task.warm = warm
+        return task
+
+    def fail(self, part: int, step: int, name: str, exc: BaseException) -> None:
+        """Keep the first failure for the main thread, which aborts the run with it."""
+        if self.failure is None:
+            if isinstance(exc, SimulationError):
+                part = exc.part
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            self.failure = f"partition {part}, step {step}, phase {name!r} failed: {detail}"
 
     # -- halos ---------------------------------------------------------------------------
 
@@ -606,7 +674,8 @@ class _Runner:
     # -- reductions and migration --------------------------------------------------------
 
     def reduce(self, phase: Phase, k: int, ctx: Context) -> None:
-        local = {p: self.values[i] for i, p in enumerate(self.local)}
+        values = self.batch_values.tolist() if k in self.batched else self.values
+        local = {p: values[i] for i, p in enumerate(self.local)}
         t0 = time.perf_counter()
         self.waiting_for = f"step {ctx.step} phase {phase.name!r}: the global reduction"
         value = ordered_allreduce(
@@ -728,6 +797,15 @@ class _Runner:
         sys.stderr.write(f"grapeshot: error: rank {self.rank}: {message}\n")
         sys.stderr.flush()
         self.data.Abort(3)
+
+
+def _batchable(phase: Phase) -> bool:
+    """Whether the runtime may run the phase's batch: no custom packers, no migration."""
+    return phase.migrate is None and (phase.exchange is None or _is_grid(phase))
+
+
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _is_grid(phase: Phase) -> bool:
