@@ -103,9 +103,16 @@ class TaskRecord:
         )  # fmt: skip
         for clock in clocks:
             for row, cpu in zip(clock.rows, clock.cpu, strict=True):
-                n = np.size(row[0])  # a task, or a batch of tasks (arrays)
-                for column, value in zip(columns, (*row, cpu), strict=True):
-                    column.extend(np.broadcast_to(value, n).tolist())
+                if isinstance(row[0], np.ndarray):  # a batch: parts, starts, ends are arrays
+                    n = row[0].size
+                    for column, value in zip(columns, (*row, cpu), strict=True):
+                        if isinstance(value, np.ndarray):
+                            column.extend(value.tolist())
+                        else:
+                            column.extend([value] * n)
+                else:
+                    for column, value in zip(columns, (*row, cpu), strict=True):
+                        column.append(value)
         return record
 
 
