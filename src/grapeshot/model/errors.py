@@ -35,6 +35,11 @@ class InputError(GrapeshotError, ValueError):
             message += f"; expected {expected}"
         super().__init__(message)
 
+    def __reduce__(self):
+        # Pickled as its three fields (it crosses MPI ranks and processes): the default would
+        # call InputError(message) and fail.
+        return (InputError, (self.where, self.problem, self.expected))
+
 
 def check_positive_int(value: int, where: str, *, minimum: int = 1) -> int:
     """Return ``value`` as an int if it is an integer ``>= minimum``, else raise InputError."""

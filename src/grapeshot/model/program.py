@@ -372,3 +372,6 @@ class SimulationError(InputError):
     def __init__(self, step: int, part: int, phase: str, problem: str) -> None:
         self.step, self.part, self.phase = step, part, phase
         super().__init__(f"step {step}, partition {part}, phase {phase!r}", problem, None)
+
+    def __reduce__(self):
+        return (SimulationError, (self.step, self.part, self.phase, self.problem))

@@ -124,9 +124,12 @@ def run_program(
                 raise InputError("--executor serial", f"runs on 1 rank; got {size}", None)
         except InputError as exc:
             error = exc
-    error, node_of = comm.bcast((error, node_of), root=0)
-    if error is not None:
-        raise error
+    # The error crosses ranks as data: every rank raises the same InputError, rank 0's
+    # command line prints it once.
+    where = None if error is None else (error.where, error.problem, error.expected)
+    where, node_of = comm.bcast((where, node_of), root=0)
+    if where is not None:
+        raise InputError(*where)
     migrated_bytes = 0
     if executor == "serial":
         results = [_serial_as_rank(program, steps, on_step)]
