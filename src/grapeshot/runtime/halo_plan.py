@@ -19,6 +19,7 @@ applies it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -168,8 +169,17 @@ def _slab_indices(shape: tuple[int, ...], box: Box, offset: Offset, width: int, 
             f"partition {box.part}: grid field of shape {shape} does not start with the padded "
             f"box shape {box.padded_shape}"
         )
-    sl = halo_slab(box, offset, width, ghost_side=ghost)
-    return np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[sl].ravel()
+    return _slab_of_shape(shape, box.shape, box.ghost, offset, width, ghost)
+
+
+@lru_cache(maxsize=4096)
+def _slab_of_shape(shape, interior, g, offset, width, ghost) -> np.ndarray:
+    # Partitions of one grid mostly share their shape: each slab is computed once per shape.
+    probe = Box(0, (0,) * len(interior), (0,) * len(interior), interior, (1,), interior, g)
+    sl = halo_slab(probe, offset, width, ghost_side=ghost)
+    idx = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[sl].ravel()
+    idx.flags.writeable = False
+    return idx
 
 
 @dataclass
