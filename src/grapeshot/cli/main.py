@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import cache
 
 import typer
 
@@ -13,8 +14,10 @@ app = typer.Typer(
     help=(
         "Scheduling toolkit for distributed simulations.\n\n"
         "Ask how unbalanced a random placement of micro-partitions is (lif, advise, theorem1), "
-        "place a workload on a machine (place), or see it all at once (demo). Every command "
-        "takes --json for scripts."
+        "place a workload on a machine (place), record an app's cost per partition (trace), "
+        "run an app on MPI ranks (run: under mpiexec), simulate it on a modelled cluster "
+        "(simulate), replay batch jobs (jobs), reproduce the papers' figures (repro), or see "
+        "it all at once (demo). Every command takes --json for scripts."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -23,8 +26,11 @@ app = typer.Typer(
 )
 
 
+@cache
 def _register() -> None:
     # Imported here so that `grapeshot --help` shows every command and each module stays thin.
+    # Once per process: main() may be called many times in one (tests), and typer would keep
+    # every registration, building each command again on every call.
     from grapeshot.cli import advise, demo, jobs, lif, place, repro, run, simulate, theorem1, trace
 
     for module in (lif, advise, theorem1, place, trace, run, simulate, demo, jobs, repro):
