@@ -16,8 +16,6 @@ from grapeshot.sim.calibrate import calibration_from_record
 from grapeshot.sim.replay import replay
 from tests.mpi_harness import run_mpi
 
-pytestmark = pytest.mark.mpi
-
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
@@ -50,6 +48,7 @@ def recorded(tmp_path_factory):
     return json.loads(proc.stdout.strip().splitlines()[-1]), record, timeline
 
 
+@pytest.mark.mpi
 def test_record_is_a_trace_and_a_run_record(recorded) -> None:
     summary, record, _ = recorded
     w = load_workload(record)
@@ -67,6 +66,7 @@ def test_record_is_a_trace_and_a_run_record(recorded) -> None:
         assert f["run"].attrs["fields_digest"] == summary["fields_digest"]
 
 
+@pytest.mark.mpi
 def test_timeline_is_chrome_trace(recorded) -> None:
     _, _, timeline = recorded
     data = json.loads(timeline.read_text())
@@ -77,13 +77,13 @@ def test_timeline_is_chrome_trace(recorded) -> None:
     assert {e["name"] for e in events} == {"rate", "stage1", "stage2"}
 
 
+@pytest.mark.mpi
 def test_calibration_from_the_record(recorded) -> None:
     summary, record, _ = recorded
     with h5py.File(record) as f:
         # The ping-pong after the run: 8 B to 2 MiB, times growing with the size.
         sizes, seconds = f["run/network/bytes"][()], f["run/network/seconds"][()]
-        assert sizes.min() == 8 and sizes.max() == 2 << 20 and (seconds > 0).all()
-        assert seconds[-1] > seconds[0]
+        assert sizes.tolist() == [8.0**k for k in range(1, 8)] and (seconds > 0).all()
         copied = f["run/ranks/copied_bytes"][()]
         assert (copied > 0).all()
         assert np.allclose(f["run/ranks/halo_seconds"][()], summary["halo_seconds"])
@@ -101,15 +101,22 @@ def test_calibration_from_the_record(recorded) -> None:
     assert measured.copy_bandwidth == cal.copy_bandwidth
 
 
+@pytest.mark.mpi
 def test_replay_simulates_the_recorded_run(recorded) -> None:
     summary, record, _ = recorded
     r = replay(str(record), calibration_from_record(str(record)))
     assert r.measured == pytest.approx(summary["wall_time"])
-    assert r.predicted > 0 and r.result.makespan.shape == (12,)
-    # The prediction is built from the record's own busy time: at least the busiest rank's.
-    assert r.predicted >= 0.9 * max(summary["busy"])
+    assert r.result.makespan.shape == (12,)
+    # Tasks cost what the record measured, plus overheads: no rank can finish its tasks
+    # sooner than their recorded cost adds up to.
+    w = load_workload(record)
+    with h5py.File(record) as f:
+        node_of = f["run/node_of"][()]
+    per_rank = np.bincount(node_of, weights=w.cost.sum(axis=0), minlength=2)
+    assert r.predicted >= per_rank.max() * (1 - 1e-9)
 
 
+@pytest.mark.mpi
 def test_simulate_calibrated_from_the_record(recorded, tmp_path) -> None:
     _, record, _ = recorded
     proc = run_mpi(
