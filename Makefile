@@ -32,8 +32,9 @@ format: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q
 
+# Every benchmark (bench_runtime under the venv's mpiexec -n 2), then benchmarks/RESULTS.md.
 bench: $(STAMP)
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	$(BIN)/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .ruff_cache

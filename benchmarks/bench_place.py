@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from grapeshot.place.static import STATIC_STRATEGIES
-from timing import best_of
+from timing import best_of, figure
 
 SHAPES = [(1000, 1000), (100, 100, 100)]
 NODES = 1024
@@ -53,6 +53,16 @@ def main() -> None:
                     f"{verdict} (< {GOAL_SECONDS:g} s)"
                 )
     print(f"every static strategy under {GOAL_SECONDS:g} s: {'PASS' if all_pass else 'MISS'}")
+    t_bird = best_of(
+        lambda: STATIC_STRATEGIES["birdshot"](SHAPES[0], MACHINES["equal"], seed=SEED), 3
+    )
+    figure(
+        f"birdshot placement, {n_parts:,} partitions on {NODES:,} nodes",
+        t_bird,
+        t_base,
+        baseline_name=f"one rng.permutation({n_parts:_}), a scale",
+        same=None,
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from grapeshot.place import place
 from grapeshot.sim import SimOptions, WorkloadSource, simulate
 from grapeshot.sim.reference import reference_run
 from grapeshot.sim.resize import parts_needed
+from timing import figure
 
 SPEC = "dambreak:parts=32x16x16,cells=16,steps={steps},cell_bytes=40,ghost=3,cell_cost=2e-6"
 TARGET_EVENTS_PER_S = 2e6
@@ -60,6 +61,14 @@ def engine_vs_reference() -> bool:
     print(f"    ratio {fast_rate / slow_rate:,.0f}x; same simulated times bit for bit: {same}")
     ok = fast_rate >= TARGET_EVENTS_PER_S and same
     print(f"    {verdict(ok)}: >= {TARGET_EVENTS_PER_S:,.0f} events/s and identical to reference")
+    figure(
+        f"simulator, {events:,} events ({fast_rate / 1e6:.1f} M events/s)",
+        fast.cpu_seconds,
+        slow.cpu_seconds,
+        baseline_name="pure-Python heapq event loop",
+        same=same,
+        unit="CPU-s",
+    )
     return ok
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from grapeshot.apps import swe
 from grapeshot.runtime.serial import run_serial
-from timing import best_of
+from timing import best_of, figure
 
 H, HU, HV = swe.H, swe.HU, swe.HV
 
@@ -184,6 +184,14 @@ def main() -> None:
     print(f"  numba : {t_numba * 1e3:8.2f} ms  {n / t_numba / 1e6:8.2f} Mcells/s")
     print(f"  numpy : {t_numpy * 1e3:8.2f} ms  {n / t_numpy / 1e6:8.2f} Mcells/s")
     print(f"  ratio numba/numpy speed: {t_numpy / t_numba:.1f}x   max |difference|: {diff:.2e}")
+    figure(
+        f"SWE Heun stage, {cells[0]} x {cells[1]} cells",
+        t_numba,
+        t_numpy,
+        baseline_name="vectorised numpy stage",
+        same=diff <= 1e-12,
+        note=f"max |difference| {diff:.1e}",
+    )
 
 
 if __name__ == "__main__":

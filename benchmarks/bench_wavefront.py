@@ -17,7 +17,7 @@ import numpy as np
 
 from grapeshot.apps import wavefront as wf
 from grapeshot.runtime.serial import run_serial
-from timing import best_of
+from timing import best_of, figure
 
 
 def numpy_godunov(m: np.ndarray, h: np.ndarray, slowness: np.ndarray) -> np.ndarray:
@@ -115,6 +115,14 @@ def main() -> None:
     print(f"  numba : {t_numba * 1e3:8.2f} ms  {cells / t_numba / 1e6:8.1f} Mcells/s")
     print(f"  numpy : {t_numpy * 1e3:8.2f} ms  {cells / t_numpy / 1e6:8.1f} Mcells/s")
     print(f"  ratio numba/numpy speed: {t_numpy / t_numba:.1f}x   max |difference|: {diff:.2e}")
+    figure(
+        f"wavefront band sweep, {n}^{d} cells",
+        t_numba,
+        t_numpy,
+        baseline_name="vectorised numpy sweep",
+        same=diff == 0.0,
+        note="bitwise",
+    )
 
 
 if __name__ == "__main__":

@@ -227,11 +227,10 @@ def test_load_varies_in_space_and_time() -> None:
     first = np.argsort(-w.work[:q].mean(axis=0), kind="stable")[:k]
     last = np.argsort(-w.work[-q:].mean(axis=0), kind="stable")[:k]
     overlap = len(set(first) & set(last)) / k
-    assert overlap < 1.0  # measured 1/6-1/2 for seeds 0-7
-    # The measured cost follows the counts: its busiest set moves too (measured 1/6-1/2).
-    first_cost = np.argsort(-w.cost[:q].mean(axis=0), kind="stable")[:k]
-    last_cost = np.argsort(-w.cost[-q:].mean(axis=0), kind="stable")[:k]
-    assert len(set(first_cost) & set(last_cost)) / k < 1.0
+    # The busiest set moves: at most half of it stays (measured 1/6-1/2 for seeds 0-7; a
+    # load that stayed put would give 1). Work counts only: the measured seconds in
+    # ``w.cost`` are not asserted on (tests never check time).
+    assert k == 6 and overlap <= 0.5
     assert np.all(w.work.min(axis=1) < w.work.max(axis=1))  # uneven in space every step
     assert np.any(w.work[0] != w.work[-1])
 

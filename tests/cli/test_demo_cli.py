@@ -20,7 +20,9 @@ def test_demo_runs_the_whole_slice(capsys, tmp_path) -> None:
     geo, bird = data["real"]["geometric"], data["real"]["birdshot"]
     assert geo["ranks"] == bird["ranks"] == 2
     assert geo["fields_digest"] == bird["fields_digest"]
-    assert geo["busy"][1] < geo["busy"][0] / 2
+    # The work counts say it (deterministic); the measured busy seconds are only recorded.
+    assert geo["work_per_rank"][1] < geo["work_per_rank"][0] / 2
+    assert len(geo["busy"]) == len(bird["busy"]) == 2
     assert (tmp_path / "birdshot-run.h5").is_file()
     # 3. simulation on 32 EC2 nodes for both strategies at 1, 2, 4, 8 per core.
     for strategy in ("geometric", "birdshot"):

@@ -1,4 +1,4 @@
-"""``grapeshot simulate`` through typer's test runner (its own app until main registers it)."""
+"""``grapeshot simulate`` through the real entry point, ``grapeshot.cli.main.main``."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from grapeshot.cli import simulate
-from grapeshot.model.errors import InputError
 from grapeshot.model.synthetic import synthetic_workload
 from grapeshot.model.workload_file import save_workload
+from tests.cli.helpers import ERROR_PREFIX, Result, run_main
 
 SPEC = "dambreak:parts=16x8,cells=8,steps=4,cell_cost=1e-5"
 RUN_KEYS = {
@@ -30,25 +27,12 @@ RUN_KEYS = {
 }
 
 
-@pytest.fixture(scope="module")
-def app() -> typer.Typer:
-    app = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode="markdown")
-    simulate.register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """A root so that `simulate` is a subcommand, as under `grapeshot`."""
-
-    return app
+def invoke(*args: str) -> Result:
+    return run_main("simulate", *args)
 
 
-def invoke(app: typer.Typer, *args: str):
-    return CliRunner().invoke(app, ["simulate", *args], catch_exceptions=True)
-
-
-def test_json_has_the_scripted_interface(app: typer.Typer, tmp_path: Path) -> None:
+def test_json_has_the_scripted_interface(tmp_path: Path) -> None:
     result = invoke(
-        app,
         "--synthetic",
         SPEC,
         "--machine",
@@ -65,8 +49,8 @@ def test_json_has_the_scripted_interface(app: typer.Typer, tmp_path: Path) -> No
         "--out-dir",
         str(tmp_path / "figs"),
     )
-    assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout)
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
     assert doc["machine"] == "ec2-c4.8xlarge" and doc["nodes"] == 4
     assert [(r["strategy"], r["ppc"]) for r in doc["runs"]] == [
         ("geometric", 1),
@@ -82,7 +66,7 @@ def test_json_has_the_scripted_interface(app: typer.Typer, tmp_path: Path) -> No
     assert doc["figures"] == [str(tmp_path / "figs" / "sim-time-per-step.png")]
 
 
-def test_same_command_same_numbers(app: typer.Typer, tmp_path: Path) -> None:
+def test_same_command_same_numbers(tmp_path: Path) -> None:
     args = (
         "--synthetic",
         SPEC,
@@ -97,15 +81,14 @@ def test_same_command_same_numbers(app: typer.Typer, tmp_path: Path) -> None:
         "--json",
         "--no-figures",
     )
-    first = json.loads(invoke(app, *args).stdout)
-    second = json.loads(invoke(app, *args).stdout)
+    first = json.loads(invoke(*args).out)
+    second = json.loads(invoke(*args).out)
     assert first == second
 
 
-def test_table_and_timeline(app: typer.Typer, tmp_path: Path) -> None:
+def test_table_and_timeline(tmp_path: Path) -> None:
     timeline = tmp_path / "run.json"
     result = invoke(
-        app,
         "--synthetic",
         SPEC,
         "--machine",
@@ -125,8 +108,8 @@ def test_table_and_timeline(app: typer.Typer, tmp_path: Path) -> None:
         "--out-dir",
         str(tmp_path),
     )
-    assert result.exit_code == 0, result.output
-    text = " ".join(result.stdout.split())
+    assert result.code == 0, result.err
+    text = " ".join(result.out.split())
     assert "birdshot" in text and "LIF" in text
     assert "faster than geometric at 1 per core" in text
     doc = json.loads(timeline.read_text())
@@ -136,11 +119,10 @@ def test_table_and_timeline(app: typer.Typer, tmp_path: Path) -> None:
     assert {e["args"]["step"] for e in tasks} == {1, 2}
 
 
-def test_trace_file_is_coarsened_to_the_ppc(app: typer.Typer, tmp_path: Path) -> None:
+def test_trace_file_is_coarsened_to_the_ppc(tmp_path: Path) -> None:
     trace = tmp_path / "run.h5"
     save_workload(trace, synthetic_workload("uniform:parts=36x24,steps=3,cells=2"))
     ok = invoke(
-        app,
         "--trace",
         str(trace),
         "--machine",
@@ -154,12 +136,11 @@ def test_trace_file_is_coarsened_to_the_ppc(app: typer.Typer, tmp_path: Path) ->
         "--json",
         "--no-figures",
     )
-    assert ok.exit_code == 0, ok.output
-    runs = json.loads(ok.stdout)["runs"]
+    assert ok.code == 0, ok.err
+    runs = json.loads(ok.out)["runs"]
     assert [r["parts"] for r in runs] == [72, 72, 216, 216]
     assert all(r["steps"] == 2 for r in runs)
     too_many = invoke(
-        app,
         "--trace",
         str(trace),
         "--machine",
@@ -170,8 +151,8 @@ def test_trace_file_is_coarsened_to_the_ppc(app: typer.Typer, tmp_path: Path) ->
         "16",
         "--json",
     )
-    assert isinstance(too_many.exception, InputError)
-    assert "needs 1152 partitions but the trace has 864" in str(too_many.exception)
+    assert too_many.code == 2 and too_many.out == ""
+    assert "needs 1152 partitions but the trace has 864" in too_many.error
 
 
 @pytest.mark.parametrize(
@@ -210,16 +191,17 @@ def test_trace_file_is_coarsened_to_the_ppc(app: typer.Typer, tmp_path: Path) ->
         ),
     ],
 )
-def test_bad_input_is_an_input_error(app: typer.Typer, args: tuple[str, ...], match: str) -> None:
-    result = invoke(app, *args, "--no-figures")
-    assert isinstance(result.exception, InputError), result.output
-    assert match in str(result.exception)
+def test_bad_input_is_an_input_error(args: tuple[str, ...], match: str) -> None:
+    result = invoke(*args, "--no-figures")
+    assert result.code == 2, result.err
+    assert result.err == f"{ERROR_PREFIX}{result.error}\n"  # one line, nothing else
+    assert match in result.error
 
 
-def test_help_teaches_the_model(app: typer.Typer) -> None:
-    result = CliRunner().invoke(app, ["simulate", "--help"], env={"COLUMNS": "120"})
-    assert result.exit_code == 0
-    text = " ".join(result.stdout.split())
+def test_help_teaches_the_model() -> None:
+    result = invoke("--help")
+    assert result.code == 0
+    text = " ".join(result.out.split())
     for phrase in (
         "first in, first out",
         "latency + bytes / bandwidth",
@@ -231,14 +213,13 @@ def test_help_teaches_the_model(app: typer.Typer) -> None:
         assert phrase in text
 
 
-def test_synthetic_help_lists_the_kinds(app: typer.Typer) -> None:
-    result = invoke(app, "--synthetic", "help", "--machine", "cm5")
-    assert result.exit_code == 0 and "dambreak" in result.stdout
+def test_synthetic_help_lists_the_kinds() -> None:
+    result = invoke("--synthetic", "help", "--machine", "cm5")
+    assert result.code == 0 and "dambreak" in result.out
 
 
-def test_reactive_strategy_runs_from_the_command_line(app: typer.Typer) -> None:
+def test_reactive_strategy_runs_from_the_command_line() -> None:
     result = invoke(
-        app,
         "--synthetic",
         "dambreak:parts=16x8,cells=8,steps=35,cell_cost=1e-5",
         "--machine",
@@ -252,7 +233,7 @@ def test_reactive_strategy_runs_from_the_command_line(app: typer.Typer) -> None:
         "--json",
         "--no-figures",
     )
-    assert result.exit_code == 0, result.output
-    run = json.loads(result.stdout)["runs"][0]
+    assert result.code == 0, result.err
+    run = json.loads(result.out)["runs"][0]
     assert run["strategy"] == "reactive"
     assert np.isfinite(run["total_time"])

@@ -1,7 +1,7 @@
 """``grapeshot trace``: runs an app, writes the trace, fields and statistics; refuses bad input.
 
-The command is registered on a typer app of the test's own (``main.py`` lists the commands),
-and errors are turned into exit status 2 the way ``grapeshot.cli.main.main`` does it.
+Every call goes through ``grapeshot.cli.main.main``, the real entry point, so the exit status
+and the error line are the ones a user sees.
 """
 
 from __future__ import annotations
@@ -12,38 +12,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from grapeshot.apps import APPS, AppSpec, swe
 from grapeshot.cli import trace as trace_cli
-from grapeshot.cli.trace import register
-from grapeshot.model.errors import GrapeshotError
 from grapeshot.model.workload import Workload, grid_halo
 from grapeshot.model.workload_file import load_workload
 from grapeshot.report.vtk import read_vti
 from grapeshot.runtime.serial import run_recorded, run_serial
+from tests.cli.helpers import ERROR_PREFIX, Result, run_main
 
 
-def make_app() -> typer.Typer:
-    app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
-    register(app)
+def invoke(*args: str) -> tuple[int, str, Result]:
+    """Run ``grapeshot trace ARGS``: (status, stdout or the error message, the result).
 
-    @app.callback()
-    def _root() -> None:
-        """A root, so that ``trace`` stays a subcommand as in ``grapeshot``."""
-
-    return app
-
-
-def invoke(*args: str):
-    """Run ``trace ARGS``; an error is (2, its one-line message) as ``grapeshot`` prints it."""
-    result = CliRunner().invoke(make_app(), ["trace", *args])
-    if isinstance(result.exception, GrapeshotError):
-        return 2, str(result.exception), result
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result
+    A failure must be status 2 with the message on stderr as one ``grapeshot: error:`` line.
+    """
+    result = run_main("trace", *args)
+    if result.code == 2:
+        return 2, result.error, result
+    return result.code, result.out, result
 
 
 SWE = ("swe", "--scene", "two-way-dambreak", "--cells", "32,16", "--parts", "4,2")
@@ -180,9 +167,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple, where: st
     if "--steps" not in full:
         full += ["--steps", "2"]
     out = tmp_path / "never.h5"
-    code, text, _ = invoke(*full, "--out", str(out))
+    code, text, result = invoke(*full, "--out", str(out))
     assert code == 2
-    assert text.startswith(where) and "\n" not in text
+    assert result.err == f"{ERROR_PREFIX}{text}\n"  # one line, nothing else on stderr
+    assert text.startswith(where) and result.out == ""
     assert not out.exists()
 
 

@@ -18,8 +18,18 @@ def test_binomial_tree_spans_every_rank_once(size) -> None:
             assert binomial_parent(child) == rank
             seen.append(child)
     assert sorted(seen) == list(range(1, size))
-    depth = max((bin(r).count("1") for r in range(size)), default=0)
-    assert depth <= max(1, int(np.ceil(np.log2(size))))
+    # Walk the tree from the root with binomial_children: each rank's depth is its number of
+    # set bits, so no rank is more than ceil(log2(size)) hops below the root.
+    depth = {0: 0}
+    frontier = [0]
+    while frontier:
+        rank = frontier.pop()
+        for child in binomial_children(rank, size):
+            depth[child] = depth[rank] + 1
+            frontier.append(child)
+    assert sorted(depth) == list(range(size))
+    assert all(depth[r] == bin(r).count("1") for r in range(size))
+    assert max(depth.values()) <= int(np.ceil(np.log2(size)))
 
 
 @pytest.mark.mpi

@@ -12,6 +12,7 @@ from grapeshot.model.machine_file import load_machine
 from grapeshot.model.placement import Placement
 from grapeshot.model.workload import HaloGraph, Workload
 from grapeshot.sim import Overheads, SimOptions, simulate
+from grapeshot.sim.network import DEFAULT_HOP_LATENCY, network_model
 
 # Milliseconds the receiver P31 took to receive one message from each of d senders.
 TABLE2 = {
@@ -72,9 +73,16 @@ def test_without_node_contention_only_the_bytes_queue() -> None:
     cm5 = load_machine("cm5")
     free = dataclasses.replace(cm5, network=dataclasses.replace(cm5.network, node_contention=False))
     net = free.network
+    hop = DEFAULT_HOP_LATENCY["fat-tree"]
+    # 32 nodes under a 4-ary fat tree of 3 levels: node 0 meets node 31 only at the top
+    # (0 // 16 != 31 // 16), 2 * (3 - 1) = 4 hops beyond the nearest pair.
+    assert network_model(free).hops(0, 31) == 4
     for d in (2, 8, 31):
         total, _ = fan_in(free, d, 4096)
-        hops = 2 * 2 * 100e-9  # nodes 0..d-1 and 31 meet two levels up a 4-ary fat tree (d>3)
-        lat = net.latency + (hops if d > 3 else 2 * 2 * 100e-9)
-        assert total == pytest.approx(lat + d * 4096 / net.bandwidth, rel=1e-3)
+        # Sender 0's message arrives first, after its latency; the receiver's NIC then takes
+        # the d messages one after another, 4096 / B each.
+        expected = net.latency + 4 * hop + d * 4096 / net.bandwidth
+        # Tight enough that the 400 ns of hops matter (total is 0.5-15 ms: rel 1e-9 is 15 ps).
+        assert total == pytest.approx(expected, rel=1e-9)
+        assert total != pytest.approx(expected - 4 * hop, rel=1e-9)
         assert total < d * fan_in(cm5, 1, 4096)[0]

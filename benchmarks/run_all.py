@@ -1,0 +1,224 @@
+"""Run every benchmark and write ``benchmarks/RESULTS.md`` (what ``make bench`` does).
+
+Each ``benchmarks/bench_*.py`` runs in its own process from the repository root, its output
+shown as it comes and kept; ``bench_runtime.py`` runs under ``mpiexec -n 2`` (the venv's),
+``bench_micro_partitions.py`` starts its own. The file written (atomically: a temporary file,
+then a rename) holds the date, the machine, the Python / numpy / numba / scipy / mpi4py
+versions and the commit, a table of every figure a benchmark reported through
+:func:`timing.figure` (ours, the baseline, what the baseline is, whether the two results
+were checked equal, the ratio and its target), then each benchmark's full output, where the
+benchmarks that do not report figures print their own baselines and ratios.
+
+Run: ``.venv/bin/python benchmarks/run_all.py [--only NAME ...] [--out PATH]``.
+The docs cite the file instead of copying its numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from timing import FIGURES_ENV
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+#: Benchmarks that need ranks: the launcher's arguments before the script.
+LAUNCH = {"bench_runtime": ["-n", "2"]}
+
+
+@dataclass
+class Outcome:
+    """One benchmark's run: its command, exit status, seconds, output and figures."""
+
+    name: str
+    command: list[str]
+    status: int
+    seconds: float
+    output: str
+    figures: list[dict] = field(default_factory=list)
+
+
+def mpiexec() -> str:
+    """The ``mpiexec`` beside this Python (the venv's ``mpich``), else the one on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    return str(here) if here.exists() else "mpiexec"
+
+
+def command(script: Path) -> list[str]:
+    """How ``script`` is started."""
+    base = [sys.executable, str(script.relative_to(ROOT))]
+    if script.stem in LAUNCH:
+        return [mpiexec(), *LAUNCH[script.stem], *base]
+    return base
+
+
+def run(script: Path) -> Outcome:
+    """Run one benchmark, echoing its output, and collect the figures it records."""
+    cmd = command(script)
+    print(f"== {script.stem}: {' '.join(cmd)}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        figures_path = Path(tmp) / "figures.jsonl"
+        env = {**os.environ, FIGURES_ENV: str(figures_path)}
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        lines = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            lines.append(line)
+        status = proc.wait()
+        seconds = time.perf_counter() - start
+        figures = []
+        if figures_path.exists():
+            text = figures_path.read_text(encoding="utf-8")
+            figures = [json.loads(x) for x in text.splitlines() if x.strip()]
+    return Outcome(script.stem, cmd, status, seconds, "".join(lines), figures)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return f"{head}{' + uncommitted changes' if dirty else ''}" if head else "unknown"
+
+
+def header(started: dt.datetime, total: float) -> list[str]:
+    """Date, machine, versions and commit."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    versions = ", ".join(
+        f"{d} {_version(d)}" for d in ("numpy", "numba", "scipy", "mpi4py", "mpich")
+    )
+    return [
+        "# Benchmark results",
+        "",
+        "Written by `make bench` (`benchmarks/run_all.py`); do not edit by hand. Every ratio",
+        "is against a baseline timed in the same run, on the same machine, checked to compute",
+        "the same result where it is the same computation.",
+        "",
+        f"- date: {started.isoformat(timespec='seconds')} ({total / 60:.1f} min in all)",
+        f"- machine: {platform.node()}, {_cpu_model()}, {os.cpu_count()} logical CPUs, "
+        f"{platform.system()} {platform.release()}; load average at the end "
+        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (the machine may be shared)",
+        f"- Python {platform.python_version()} ({sys.executable}); {versions}",
+        f"- commit: {_commit()}",
+        "",
+    ]
+
+
+def figure_table(outcomes: list[Outcome]) -> list[str]:
+    """One row per figure: ours, the baseline, equality, ratio and target."""
+    rows = [
+        "## Figures",
+        "",
+        "| benchmark | figure | ours | baseline | baseline is | same result | ratio | target |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        for f in o.figures:
+            same = {True: "yes", False: "**NO**", None: "n/a (a scale)"}[f["same"]]
+            target = "" if f["target"] is None else f"≥ {f['target']:g}× **{f['verdict']}**"
+            rows.append(
+                f"| {o.name} | {f['name']} | {f['ours']:.4g} {f['unit']} | "
+                f"{f['baseline']:.4g} {f['unit']} | {f['baseline_name']} | {same} | "
+                f"{f['ratio']:.1f}× | {target} |"
+            )
+    rows += [
+        "",
+        "Benchmarks without rows here print their own baselines and ratios below.",
+        "",
+    ]
+    return rows
+
+
+def body(outcomes: list[Outcome]) -> list[str]:
+    """Each benchmark's command, status, duration and full output."""
+    out = ["## Output of each benchmark", ""]
+    for o in outcomes:
+        status = "ok" if o.status == 0 else f"**FAILED (exit status {o.status})**"
+        out += [
+            f"### {o.name}",
+            "",
+            f"`{' '.join(o.command)}` — {status}, {o.seconds:.0f} s",
+            "",
+            "```text",
+            o.output.rstrip("\n"),
+            "```",
+            "",
+        ]
+    return out
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="benchmark names (e.g. bench_sph)")
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    args = parser.parse_args()
+    scripts = sorted(HERE.glob("bench_*.py"))
+    if args.only:
+        unknown = sorted(set(args.only) - {s.stem for s in scripts})
+        if unknown:
+            parser.error(f"unknown benchmark(s) {', '.join(unknown)}")
+        scripts = [s for s in scripts if s.stem in args.only]
+    started = dt.datetime.now(dt.UTC).astimezone()
+    t0 = time.perf_counter()
+    outcomes = [run(s) for s in scripts]
+    lines = header(started, time.perf_counter() - t0) + figure_table(outcomes) + body(outcomes)
+    write_atomically(args.out, "\n".join(lines))
+    failed = [o.name for o in outcomes if o.status != 0]
+    print(f"wrote {args.out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
