@@ -64,6 +64,18 @@ def test_a_failing_batch_ends_the_run_with_a_message() -> None:
     assert "step 2, phase 'diffuse' failed: FloatingPointError" in proc.stderr
 
 
+def test_an_unstable_batched_phase_is_reported_by_its_check() -> None:
+    proc = run_mpi(
+        2,
+        ["-m", "tests.runtime.mpi_toys", "swe-unstable", "task", "geometric", "1", "mpi", "none"],
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "partition 0, step 0, phase 'stage1' failed" in proc.stderr
+    assert "is negative or not finite" in proc.stderr
+
+
 @pytest.mark.parametrize("reduction", ["linear", "binomial"])
 def test_reduction_algorithms_agree(reduction) -> None:
     summary = _run(4, "heat", strategy="geometric", reduction=reduction)

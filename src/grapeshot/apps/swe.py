@@ -639,9 +639,10 @@ class ShallowWater(Program):
         self.spacing = config.spacing
         # Separates round-off (a draining film at -1e-17 m) from a positivity failure.
         self._neg_tol = 1e-9
-        rate_batch = Batch(BATCH_FIELDS, swe_rate_batch, self._rate_params, self._iparams)
-        stage1 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage1_params, self._iparams)
-        stage2 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage2_params, self._iparams)
+        iparams = self._iparams
+        rate_batch = Batch(BATCH_FIELDS, swe_rate_batch, self._rate_params, iparams, "bad")
+        stage1 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage1_params, iparams, "bad")
+        stage2 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage2_params, iparams, "bad")
         walls1 = Exchange(("q",), GHOST, boundary=_walls("q"))
         walls2 = Exchange(("q1",), GHOST, boundary=_walls("q1"))
         self.phases = (

@@ -262,8 +262,9 @@ class Batch:
     no Python and no GIL between tasks, so tiny partitions stay cheap and threads scale. The
     others (serial, reference) keep calling ``boundary`` and ``kernel``: ``run`` must do, for
     each partition, exactly what they do, so that every executor gets the same bits. The
-    runtime still calls ``check_block`` after each task. Phases with custom packers or a
-    migration are run task by task whatever their ``batch``.
+    runtime still calls ``check_block`` after each task — only for the partitions ``status``
+    flags, if given. Phases with custom packers or a migration are run task by task whatever
+    their ``batch``.
 
     Parameters
     ----------
@@ -289,12 +290,21 @@ class Batch:
     iparams
         ``iparams(box)``: the partition's integer constants (sizes, walls), int64 1-D, the
         same length for every partition.
+    status
+        One of ``fields``, an integer entry whose first element ``run`` sets to ``-1`` for a
+        healthy partition: ``check_block`` is then called only where it is not ``-1`` (the
+        others would pass it), which saves a Python call per task.
     """
 
     fields: tuple[str, ...]
     run: Callable
     params: Callable[[Context], np.ndarray]
     iparams: Callable[[Box], np.ndarray]
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status is not None and self.status not in self.fields:
+            raise ValueError(f"Batch.status {self.status!r} is not one of its fields")
 
 
 @dataclass

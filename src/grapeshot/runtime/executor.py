@@ -562,6 +562,12 @@ class _Runner:
         iparams = iparams.reshape(len(self.local), -1)
         run, params_of, values = batch.run, batch.params, self.batch_values
         check = self.program.check_block
+        # Where each partition's status word is, if the batch keeps one: only the partitions
+        # it flags need a check_block call.
+        status = None
+        if batch.status is not None:
+            f = batch.fields.index(batch.status)
+            status = (arrays[f], bases[f])
         local = np.asarray(self.local, dtype=np.int64)
         boxes, blocks = self.boxes, self.blocks
 
@@ -571,7 +577,10 @@ class _Runner:
             parts = local[positions]
             try:
                 run(arrays, bases, positions, params_of(ctx), iparams, values, stamps)
-                for p in parts.tolist():
+                flagged = parts
+                if status is not None:
+                    flagged = parts[status[0][status[1][positions]] != -1]
+                for p in flagged.tolist():
                     check(blocks[p], boxes[p], ctx, name)
             except BaseException as exc:  # the main thread reports it and aborts the run
                 self.fail(int(parts[0]) if parts.size else -1, step, name, exc)
