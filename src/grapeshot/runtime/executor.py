@@ -1,4 +1,4 @@
-"""The task runtime: a placed program on MPI ranks, one rank per node, its cores running tasks.
+"""The task runtime: a placed program on MPI ranks (one per core by default), running tasks.
 
 Each rank owns the partitions its placement gives it and runs the program phase by phase.
 For a phase with a halo exchange it first sends, to every neighbouring rank, **one** message
@@ -14,9 +14,12 @@ a handful of index arrays, so packing a message is one compiled gather, unpackin
 and every local halo one compiled copy. Custom packers (particles) are called per buffer, as
 they must be, but still travel one message per rank pair.
 
+A phase with a :class:`~grapeshot.model.program.Batch` runs each set of ready partitions in
+one compiled call that stamps every task's start, so no Python runs between its tasks.
+
 Tasks run on the calling (main) thread and, with ``threads > 1``, on ``threads - 1`` worker
-threads that take them from the same FIFO queue; kernels are numba functions that release the
-GIL. MPI is called from the main thread only. Waiting on a message is a blocking MPI call that
+threads that take them (or runs of them, for batches) from the same FIFO queue; kernels and
+batches are numba functions that release the GIL. MPI is called from the main thread only. Waiting on a message is a blocking MPI call that
 releases the GIL; a watchdog thread aborts the run if nothing progresses for ``timeout``
 seconds. Results are bitwise those of the serial executor: every halo lands in its own ghost
 cells whatever the arrival order, unpackers see their buffers in neighbour order, reductions
