@@ -19,11 +19,11 @@ one compiled call that stamps every task's start, so no Python runs between its 
 
 Tasks run on the calling (main) thread and, with ``threads > 1``, on ``threads - 1`` worker
 threads that take them (or runs of them, for batches) from the same FIFO queue; kernels and
-batches are numba functions that release the GIL. MPI is called from the main thread only. Waiting on a message is a blocking MPI call that
-releases the GIL; a watchdog thread aborts the run if nothing progresses for ``timeout``
-seconds. Results are bitwise those of the serial executor: every halo lands in its own ghost
-cells whatever the arrival order, unpackers see their buffers in neighbour order, reductions
-combine in partition order.
+batches are numba functions that release the GIL. MPI is called from the main thread only.
+Waiting on a message is a blocking MPI call that releases the GIL; a watchdog thread aborts
+the run if nothing progresses for ``timeout`` seconds. Results are bitwise those of the serial
+executor: every halo lands in its own ghost cells whatever the arrival order, unpackers see
+their buffers in neighbour order, reductions combine in partition order.
 """
 
 from __future__ import annotations
