@@ -82,6 +82,13 @@ def replay(path: str, calibration: Calibration) -> Replay:
             raise InputError(f"{path}: group 'run'", "missing", "a run record of grapeshot run")
         attrs = dict(f["run"].attrs)
         node_of = f["run/node_of"][()]
+        moved = "run/node_of_final" in f and not np.array_equal(node_of, f["run/node_of_final"])
+    if moved:
+        raise InputError(
+            f"{path}: dataset 'run/node_of_final'",
+            "differs from run/node_of: the run migrated partitions (--migrate-at)",
+            "a run record without migration (a replay simulates one static placement)",
+        )
     for key in ("ranks", "threads", "wall_time", "exchanges", "reductions", "steps"):
         if key not in attrs:
             raise InputError(
