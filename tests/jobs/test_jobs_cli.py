@@ -37,6 +37,21 @@ def test_simulate_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     assert [p["policy"] for p in doc["policies"]] == ["user-estimate", "simple", "easy++-power"]
     for p in doc["policies"]:
         assert KEYS <= set(p) and p["jobs"] == 60 and p["avg_bsld"] >= 1.0
+    assert doc["compress"] == 1.0 and doc["offered_load"] > 0.0
+    assert doc["logged"] is None  # the log records no wait times (field 3 is -1)
+
+
+def test_simulate_compress_is_reported(capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:  # fmt: skip
+    log = str(_small_log(tmp_path))
+    docs = []
+    for factor in ("1", "2"):
+        res = run_cli(capsys, "jobs", "simulate", "--swf", log, "--policies", "user-estimate",
+                      "--compress", factor, "--json")  # fmt: skip
+        assert res.code == 0, res.err
+        docs.append(res.json())
+    assert docs[1]["compress"] == 2.0
+    assert docs[1]["offered_load"] == pytest.approx(2 * docs[0]["offered_load"])
 
 
 def test_strict_refuses_with_line_and_field(capsys, tmp_path: Path) -> None:
@@ -52,6 +67,7 @@ def test_bad_arguments_are_one_line_errors(capsys, tmp_path: Path) -> None:
         (["--policies", "nope"], "--policies: unknown policy 'nope'"),
         (["--backfill", "magic"], "--backfill: got 'magic'"),
         (["--nodes", "3"], "--nodes: got 3 for 8 CPUs"),
+        (["--compress", "0"], "--compress: got 0.0; expected a number > 0"),
     ):
         res = run_cli(capsys, "jobs", "simulate", "--swf", log, *args)
         assert res.code == 2 and text in res.err, res.err
@@ -89,3 +105,9 @@ def test_seth_prefix_coare_mode(capsys) -> None:
     # (only requests under 10 min change the capped 10-min predictions)
     assert coare["simple"]["avg_bsld"] == pytest.approx(plain["simple"]["avg_bsld"], rel=0.01)
     assert coare["simple"]["avg_bsld"] < coare["user-estimate"]["avg_bsld"]
+    # The log's own schedule (Maui) is reported beside ours, the same jobs, untouched by COARE
+    # mode; its jobs mostly waited while enough CPUs were idle (site policy, not capacity).
+    logged = doc["logged"]
+    assert logged["jobs"] == plain["user-estimate"]["jobs"]
+    assert logged["avg_wait_min"] > plain["user-estimate"]["avg_wait_min"]
+    assert logged["idle_while_waiting"] > 0.5

@@ -43,4 +43,12 @@ def test_entry_quick(name: str, capsys: pytest.CaptureFixture[str], tmp_path: Pa
     else:
         seth = {m["policy"]: m for m in doc["data"]["seth"]}
         assert seth["simple"]["killed"] == 0 and seth["user-estimate"]["killed"] > 0
-        assert set(doc["data"]["reductions"]) == {"seth-72h", "generated"}
+        assert set(doc["data"]["reductions"]) == {
+            "seth-72h", "seth-72h-conservative", "generated", "generated-conservative"
+        }  # fmt: skip
+        assert sum(not c["possible"] for c in doc["data"]["paper_consistency"]) == 12
+        logged = doc["data"]["seth_logged"]
+        assert logged["avg_bsld"] > 1.0 and 0.0 <= logged["idle_while_waiting"] <= 1.0
+        dense = doc["data"]["seth_compressed"]
+        assert dense["factor"] > 1.0 and dense["offered_load"] > doc["data"]["seth_offered_load"]
+        assert "clairvoyant" in doc["data"]["reductions"]["generated"]

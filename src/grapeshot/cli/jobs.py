@@ -35,7 +35,9 @@ SIMULATE_HELP = "\n\n".join(
         "than 7 days dropped; the first 1 % excluded from the metrics). Bad lines are reported "
         "by line and field and skipped; --strict refuses the file instead. "
         "--default-walltime/--default-share give a share of the jobs the site default "
-        "walltime (COARE mode). See docs/jobs.md.",
+        "walltime (COARE mode). --compress F divides inter-arrival times by F (a heavier, "
+        "different workload; reported). If the log records wait times, the real schedule is "
+        "shown as `as logged` beside the simulated policies. See docs/jobs.md.",
     ]
 )
 
@@ -78,6 +80,14 @@ def simulate_command(
         bool, typer.Option("--strict", help="Refuse the file at its first bad line.")
     ] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed (COARE draw, learners).")] = 0,
+    compress: Annotated[
+        float,
+        typer.Option(
+            "--compress",
+            help="Divide inter-arrival times by this factor to raise the load (a different "
+            "workload: reported in the output; 1 = as logged).",
+        ),
+    ] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Compare walltime policies on a workload; see ``SIMULATE_HELP``."""
@@ -101,7 +111,7 @@ def simulate_command(
     with console.status("simulating", spinner="dots") as status:
         study = run_study(
             read.trace, chosen, machine, backfill=backfill, default_walltime_h=default_walltime,
-            default_share=default_share, seed=seed,
+            default_share=default_share, seed=seed, compress=compress,
             on_policy=None if as_json else (lambda p: status.update(f"simulating {p}")),
         )  # fmt: skip
     if as_json:
@@ -119,6 +129,9 @@ def simulate_command(
                     for s in study.cleaned.steps
                 ],
                 "defaulted": study.defaulted,
+                "compress": study.compress,
+                "offered_load": study.offered_load,
+                "logged": None if study.logged is None else study.logged.as_dict(),
                 "policies": [m.as_dict() for m in study.metrics],
             }
         )
@@ -127,9 +140,9 @@ def simulate_command(
     console.print(
         f"{path.name}: {read.lines} lines, {len(study.cleaned.trace)} jobs after cleaning "
         f"({steps or 'nothing removed'})"
-        + (
-            f"; {study.defaulted} requests set to {default_walltime:g} h" if study.defaulted else ""
-        ),
+        + (f"; {study.defaulted} requests set to {default_walltime:g} h" if study.defaulted else "")
+        + (f"; arrivals compressed {compress:g}×" if compress != 1.0 else "")
+        + f"; offered load {study.offered_load:.2f}",
         highlight=False,
     )
     table = Table(title=f"{cpus} CPUs" + (f", {nodes} nodes" if nodes else "") + f", {backfill}")
@@ -145,7 +158,19 @@ def simulate_command(
             str(m.killed),
             f"{m.prediction_mae_min:.1f}",
         )
+    lg = study.logged
+    if lg is not None and lg.jobs:
+        table.add_row(
+            "as logged", str(lg.jobs), f"{lg.avg_wait_min:.2f}", f"{lg.avg_bsld:.2f}",
+            f"{lg.utilization:.3f}", "", "",
+        )  # fmt: skip
     console.print(table)
+    if lg is not None and lg.jobs:
+        console.print(
+            "as logged = the schedule the log records (the real scheduler); enough CPUs were "
+            f"idle during {100 * lg.idle_while_waiting:.0f} % of its waiting time",
+            highlight=False,
+        )
 
 
 def generate_command(

@@ -1,6 +1,7 @@
 """The walltime policies of the COARE paper's table 2 (plus EASY++'s own ladder), by name.
 
-A policy is (predictor, correction, kill limit). ``user-estimate`` kills a job at its request;
+A policy is (predictor, correction, kill limit). ``user-estimate`` kills a job at its request
+(so does the diagnostic ``clairvoyant``, whose walltime is the exact run time);
 every corrective policy lets the correction extend the walltime up to 7 days (algorithm 2's
 ``0 <= t - s <= 604800``), except ``easy++-ladder`` which, like Tsafrir's EASY++, kills at
 the user's request.
@@ -65,6 +66,13 @@ POLICIES: dict[str, Policy] = {
         ),
         Policy("power", "constant", "power", "hard", "10 min, then power correction"),
         Policy("simple", "constant", "simple", "hard", "10 min, then simple correction"),
+        Policy(
+            "clairvoyant",
+            "exact",
+            "none",
+            "request",
+            "diagnostic, not in the paper: the scheduler knows every run time exactly",
+        ),
     )
 }
 

@@ -5,6 +5,10 @@
 ``constant``
     A fixed 10 minutes (the COARE paper's default prediction for correction-only policies),
     never above the request.
+``exact``
+    Clairvoyant: the job's actual run time (capped at the request, where user-estimate would
+    kill it). Not a policy a site can run: a diagnostic, the schedule with perfect walltimes,
+    against which the room left for any predictor or correction is measured.
 ``ave2``
     EASY++ (Tsafrir, Etsion & Feitelson 2007): the average run time of the user's last two
     *completed* jobs, never above the request; the request until the user has two. Computed
@@ -76,6 +80,8 @@ class Predictor:
         req = np.asarray(trace.req_time, dtype=np.float64)
         if self.name == "constant":
             pred = np.minimum(CONSTANT_PREDICTION_S, req)
+        elif self.name == "exact":
+            pred = np.minimum(np.maximum(np.asarray(trace.run, dtype=np.float64), 0.0), req)
         else:  # request, and the fallback of ave2 / adaboost
             pred = req.copy()
         return np.maximum(pred, MIN_PREDICTION_S)
@@ -107,7 +113,7 @@ class Predictor:
         return np.clip(pred, MIN_PREDICTION_S, np.maximum(trace.req_time[todo], MIN_PREDICTION_S))
 
 
-PREDICTORS: tuple[str, ...] = ("request", "constant", "ave2", "adaboost")
+PREDICTORS: tuple[str, ...] = ("request", "constant", "exact", "ave2", "adaboost")
 
 
 def features(trace: JobTrace) -> np.ndarray:

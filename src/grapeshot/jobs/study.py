@@ -9,7 +9,8 @@ import numpy as np
 
 from grapeshot.jobs.clean import Cleaned, clean
 from grapeshot.jobs.coare import apply_default_walltime
-from grapeshot.jobs.metrics import PolicyMetrics, policy_metrics
+from grapeshot.jobs.load import compress_arrivals, offered_load
+from grapeshot.jobs.metrics import LoggedRun, PolicyMetrics, logged_run, policy_metrics
 from grapeshot.jobs.policies import Policy
 from grapeshot.jobs.simulate import Machine, simulate
 from grapeshot.jobs.trace import JobTrace
@@ -25,6 +26,14 @@ class Study:
         The cleaned workload with its step counts and warm-up mask.
     defaulted
         Requests set to the site default (COARE mode), 0 if off.
+    compress
+        Factor the inter-arrival times were divided by (1 = the trace as logged).
+    offered_load
+        Offered load of the simulated (cleaned, possibly compressed) trace on the machine.
+    logged
+        The schedule the log itself records (its wait times, before any compression or COARE
+        mode) over the same metric jobs, or None if the log records no waits: what the real
+        scheduler did, to hold the simulated user-estimate run against.
     metrics
         One entry per policy, in the order asked.
     """
@@ -32,6 +41,9 @@ class Study:
     cleaned: Cleaned
     defaulted: int
     metrics: tuple[PolicyMetrics, ...]
+    compress: float = 1.0
+    offered_load: float = 0.0
+    logged: LoggedRun | None = None
 
     def by_policy(self) -> dict[str, PolicyMetrics]:
         """Metrics keyed by policy name."""
@@ -47,6 +59,7 @@ def run_study(
     default_walltime_h: float | None = None,
     default_share: float = 0.8,
     seed: int = 0,
+    compress: float = 1.0,
     on_policy: Callable[[str], None] | None = None,
 ) -> Study:
     """Clean ``trace`` for ``machine``, optionally apply COARE mode, simulate every policy.
@@ -65,11 +78,20 @@ def run_study(
         COARE mode (hours, share of jobs); None leaves requests alone.
     seed
         Seed of the COARE-mode draw and of the learners.
+    compress
+        Divide the cleaned trace's inter-arrival times by this factor (see
+        :mod:`grapeshot.jobs.load`); 1 simulates the trace as logged.
     on_policy
         Called with each policy name before it runs (progress).
     """
     cleaned = clean(trace, cpus=machine.cpus)
-    work = cleaned.trace
+    ct = cleaned.trace
+    logged = None
+    if len(ct) and (ct.wait >= 0).any():
+        logged = logged_run(ct.submit, ct.wait, ct.run, ct.procs, machine.cpus, cleaned.in_metrics)
+    work = compress_arrivals(ct, compress)
+    if compress != 1.0:
+        cleaned = Cleaned(work, cleaned.steps, cleaned.in_metrics)
     defaulted = 0
     if default_walltime_h is not None:
         work, defaulted = apply_default_walltime(
@@ -82,4 +104,5 @@ def run_study(
             on_policy(policy.name)
         schedule = simulate(work, policy, machine, backfill=backfill, seed=seed)
         results.append(policy_metrics(schedule, cleaned.in_metrics))
-    return Study(cleaned, defaulted, tuple(results))
+    load = offered_load(work, machine.cpus)
+    return Study(cleaned, defaulted, tuple(results), float(compress), load, logged)
