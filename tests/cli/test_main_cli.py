@@ -1,19 +1,24 @@
-"""``grapeshot --help``: the overview names every command the entry point registers."""
+"""``grapeshot --help`` and ``--version``: the overview names every command, lazily."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 
+import pytest
+
+from grapeshot import __version__
 from grapeshot.cli import main as cli_main
 from tests.cli.helpers import run_main
 
+#: What a command line that only prints help or a formula must not pay to import.
+HEAVY = ("numba", "matplotlib", "scipy.stats", "scipy.fft", "h5py", "mpi4py", "sklearn")
 
-def registered_commands() -> set[str]:
-    cli_main._register()
-    app = cli_main.app
-    names = {c.name or c.callback.__name__ for c in app.registered_commands}
-    names |= {g.name or g.typer_instance.info.name for g in app.registered_groups}
-    return names
+
+def _first_paragraph(text: str) -> str:
+    return " ".join(text.strip().split("\n\n")[0].split())
 
 
 def test_help_names_every_command() -> None:
@@ -24,6 +29,74 @@ def test_help_names_every_command() -> None:
     mentioned |= {
         n for group in re.findall(r"\(([a-z0-9, ]+)\)", overview) for n in group.split(", ")
     }
-    commands = registered_commands()
+    commands = set(cli_main.COMMANDS)
     assert {"lif", "place", "trace", "run", "simulate", "demo", "jobs"} <= commands
     assert commands <= mentioned, commands - mentioned
+
+
+@pytest.mark.parametrize("name", list(cli_main.COMMANDS))
+def test_overview_summary_is_the_commands_own(name: str) -> None:
+    # The overview is printed from COMMANDS without importing the modules: it must not drift
+    # from the help each command prints itself.
+    command = cli_main.load_command(name)
+    assert _first_paragraph(command.help or "") == cli_main.COMMANDS[name][1]
+    assert cli_main.load_command(name) is command  # registered once per process
+
+
+def test_version() -> None:
+    result = run_main("--version")
+    assert result.code == 0, result.err
+    assert result.out.strip() == f"grapeshot {__version__}"
+
+
+def _imported_by(*args: str) -> set[str]:
+    """Modules a fresh interpreter has imported after ``grapeshot ARGS`` (its exit ignored)."""
+    code = (
+        "import json, sys\n"
+        "from grapeshot.cli.main import main\n"
+        "try:\n"
+        f"    main({list(args)!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stdout.write('\\n' + json.dumps(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(json.loads(proc.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("--version",),
+        ("run", "--help"),
+        (
+            "theorem1",
+            "--chares-per-node",
+            "64",
+            "--nodes",
+            "16",
+            "--alpha",
+            "0.05",
+            "--a",
+            "1",
+            "--b",
+            "2",
+        ),
+    ],
+    ids=["help", "version", "run-help", "theorem1"],
+)
+def test_light_commands_do_not_import_heavy_modules(args: tuple[str, ...]) -> None:
+    mods = _imported_by(*args)
+    heavy = {m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY)}
+    assert not heavy, sorted(heavy)[:10]
+
+
+def test_lif_imports_no_plotting_nor_mpi() -> None:
+    # lif's kernels are numba (always, so that every call gives the same bits); the rest of
+    # the heavy modules stay out.
+    mods = _imported_by("lif", "--nodes", "16", "--parts-per-node", "8", "--busy", "0.5")
+    for name in set(HEAVY) - {"numba"}:
+        assert name not in mods, name

@@ -86,7 +86,7 @@ def test_place_reads_workload_files(capsys, tmp_path) -> None:
     path = tmp_path / "w.h5"
     save_workload(path, synthetic_workload(SPEC))
     r = run_cli(
-        capsys, "place", "--workload", str(path), "--machine", "cm5", "--strategy", "sfc", "--json"
+        capsys, "place", "--trace", str(path), "--machine", "cm5", "--strategy", "sfc", "--json"
     )
     assert r.code == 0, r.err
     from_spec = run_cli(
@@ -131,7 +131,7 @@ def test_synthetic_help_lists_kinds(capsys) -> None:
             "nodes: got 0",
         ),
         (
-            ["--workload", "missing.h5", "--machine", "cm5", "--strategy", "birdshot"],
+            ["--trace", "missing.h5", "--machine", "cm5", "--strategy", "birdshot"],
             "missing.h5: no such file",
         ),
     ],
@@ -159,7 +159,5 @@ def test_workload_with_missing_dataset_exit_2(capsys, tmp_path) -> None:
     save_workload(path, synthetic_workload(SPEC))
     with h5py.File(path, "r+") as f:
         del f["halo/indices"]
-    r = run_cli(
-        capsys, "place", "--workload", str(path), "--machine", "cm5", "--strategy", "birdshot"
-    )
+    r = run_cli(capsys, "place", "--trace", str(path), "--machine", "cm5", "--strategy", "birdshot")
     assert r.code == 2 and "dataset 'halo/indices': missing" in r.err

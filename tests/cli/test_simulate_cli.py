@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +47,8 @@ def test_json_has_the_scripted_interface(tmp_path: Path) -> None:
         "--seed",
         "3",
         "--json",
-        "--out-dir",
-        str(tmp_path / "figs"),
+        "--figure",
+        str(tmp_path / "figs" / "sim.png"),
     )
     assert result.code == 0, result.err
     doc = json.loads(result.out)
@@ -62,8 +63,8 @@ def test_json_has_the_scripted_interface(tmp_path: Path) -> None:
         assert RUN_KEYS <= set(run)
         assert run["seed"] == 3 and run["total_time"] > 0 and run["bytes_migrated"] == 0
         assert run["parts"] == 4 * 18 * run["ppc"]
-    assert (tmp_path / "figs" / "sim-time-per-step.png").stat().st_size > 1000
-    assert doc["figures"] == [str(tmp_path / "figs" / "sim-time-per-step.png")]
+    assert (tmp_path / "figs" / "sim.png").stat().st_size > 1000
+    assert doc["figures"] == [str(tmp_path / "figs" / "sim.png")]
 
 
 def test_same_command_same_numbers(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_same_command_same_numbers(tmp_path: Path) -> None:
         "--strategy",
         "birdshot",
         "--json",
-        "--no-figures",
+        "--no-figure",
     )
     first = json.loads(invoke(*args).out)
     second = json.loads(invoke(*args).out)
@@ -105,13 +106,16 @@ def test_table_and_timeline(tmp_path: Path) -> None:
         "birdshot:2",
         "--timeline-steps",
         "1:3",
-        "--out-dir",
-        str(tmp_path),
+        "--figure",
+        str(tmp_path / "sim.png"),
     )
     assert result.code == 0, result.err
     text = " ".join(result.out.split())
     assert "birdshot" in text and "LIF" in text
-    assert "faster than geometric at 1 per core" in text
+    use = re.search(
+        r"Use (\w+) at (\d+) per core: .* (?:faster than|as fast as) (\w+) at its best", text
+    )
+    assert use and use.group(1) != use.group(3), text
     doc = json.loads(timeline.read_text())
     assert doc["otherData"]["strategy"] == "birdshot"
     assert doc["otherData"]["partitions"] == 3 * 18 * 2
@@ -131,10 +135,10 @@ def test_trace_file_is_coarsened_to_the_ppc(tmp_path: Path) -> None:
         "4",
         "--ppc",
         "1,3",
-        "--steps",
+        "--step-range",
         "1:3",
         "--json",
-        "--no-figures",
+        "--no-figure",
     )
     assert ok.code == 0, ok.err
     runs = json.loads(ok.out)["runs"]
@@ -165,7 +169,10 @@ def test_trace_file_is_coarsened_to_the_ppc(tmp_path: Path) -> None:
         ),
         (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--ppc", "0"), "--ppc"),
         (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--ppc", "two"), "--ppc"),
-        (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--steps", "3:1"), "--steps"),
+        (
+            ("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--step-range", "3:1"),
+            "--step-range",
+        ),
         (("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--sync", "often"), "--sync"),
         (
             ("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--collective", "ring"),
@@ -192,7 +199,7 @@ def test_trace_file_is_coarsened_to_the_ppc(tmp_path: Path) -> None:
     ],
 )
 def test_bad_input_is_an_input_error(args: tuple[str, ...], match: str) -> None:
-    result = invoke(*args, "--no-figures")
+    result = invoke(*args, "--no-figure")
     assert result.code == 2, result.err
     assert result.err == f"{ERROR_PREFIX}{result.error}\n"  # one line, nothing else
     assert match in result.error
@@ -231,7 +238,7 @@ def test_reactive_strategy_runs_from_the_command_line() -> None:
         "--ppc",
         "2",
         "--json",
-        "--no-figures",
+        "--no-figure",
     )
     assert result.code == 0, result.err
     run = json.loads(result.out)["runs"][0]

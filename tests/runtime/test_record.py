@@ -124,7 +124,7 @@ def test_simulate_calibrated_from_the_record(recorded, tmp_path) -> None:
         [
             "-m", "grapeshot.cli.main", "simulate", "--trace", str(record), "--machine",
             "plafrim", "--nodes", "2", "--strategy", "geometric,birdshot", "--ppc", "1",
-            "--phases", "2", "--calibrate", str(record), "--no-figures", "--json",
+            "--phases", "2", "--calibrate", str(record), "--no-figure", "--json",
         ],
     )  # fmt: skip
     runs = json.loads(proc.stdout)["runs"]
@@ -138,3 +138,15 @@ def test_calibration_needs_a_run_record(tmp_path) -> None:
     save_workload(path, synthetic_workload("binary:parts=4x4,steps=2"))
     with pytest.raises(InputError, match="dataset 'work': missing"):
         calibration_from_record(str(path))
+
+
+@pytest.mark.mpi
+def test_show_says_it_is_a_run_record(recorded) -> None:
+    from tests.cli.helpers import run_main
+
+    summary, record, timeline = recorded
+    shown = run_main("show", str(record), "--json").json()
+    assert shown["kind"] == "run record" and shown["ranks"] == 2
+    assert shown["tasks"] == 3 * 32 * 12 and shown["parts"] == 32 and shown["steps"] == 12
+    assert shown["fields_digest"] == summary["fields_digest"]
+    assert run_main("show", str(timeline), "--json").json()["tasks"] == 3 * 32 * 12

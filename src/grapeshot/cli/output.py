@@ -6,7 +6,6 @@ import json
 import sys
 from typing import Any
 
-import numpy as np
 from rich.console import Console
 
 console = Console()
@@ -14,6 +13,8 @@ err_console = Console(stderr=True)
 
 
 def _default(obj: Any) -> Any:
+    import numpy as np  # only reached for numpy values, so numpy is loaded already
+
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):

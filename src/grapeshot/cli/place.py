@@ -15,7 +15,6 @@ from grapeshot.model.placement import placement_metrics, save_placement
 from grapeshot.model.source import open_workload
 from grapeshot.model.synthetic import describe_kinds
 from grapeshot.place import STATIC_STRATEGIES, place
-from grapeshot.report.figures import node_load_figure, save_figure
 
 
 def place_command(
@@ -31,10 +30,11 @@ def place_command(
             "--strategy",
             help=f"Static strategy: {', '.join(STATIC_STRATEGIES)}.",
         ),
-    ],
+    ] = "birdshot",
     seed: Annotated[int, typer.Option("--seed", help="Seed; same seed, same placement.")] = 0,
-    workload: Annotated[
-        Path | None, typer.Option("--workload", help="Workload file (HDF5, docs/formats.md).")
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="Workload trace file (HDF5, docs/formats.md)."),
     ] = None,
     synthetic: Annotated[
         str | None,
@@ -67,7 +67,7 @@ def place_command(
     if synthetic == "help":
         console.print(describe_kinds(), highlight=False, markup=False)
         return
-    wl = open_workload(workload, synthetic)
+    wl = open_workload(trace, synthetic)
     m = load_machine(machine, nodes)
     placement = place(wl, m, strategy, seed=seed)
     metrics = placement_metrics(placement, wl, m)
@@ -87,6 +87,8 @@ def place_command(
     if out is not None:
         save_placement(out, placement, metrics=summary)
     if figure is not None:
+        from grapeshot.report.figures import node_load_figure, save_figure
+
         fig = node_load_figure(
             {strategy: metrics.node_load},
             {strategy: metrics.lif},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import Progress
@@ -15,6 +15,68 @@ from grapeshot.cli.output import console, emit_json
 from grapeshot.model.errors import GrapeshotError, InputError
 
 
+def plural(count: int, noun: str) -> str:
+    """``plural(1, "rank")`` → ``"1 rank"``; ``plural(2, "rank")`` → ``"2 ranks"``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def run_title(app_name: str, scene: str, summary: dict) -> str:
+    """The line above ``run``'s table: what ran, on how many ranks and threads, how placed."""
+    return (
+        f"{app_name} {scene}: {plural(summary['parts'], 'partition')} on "
+        f"{plural(summary['ranks'], 'rank')} × {plural(summary['threads'], 'thread')} "
+        f"({summary['ppc']:.1f} per core), {summary['strategy']}, "
+        f"{summary['executor']} executor"
+    )
+
+
+def placed_strategy(placement: Path | None, strategy: str | None, n_parts: int, ranks: int) -> Any:
+    """The ``strategy`` of ``run_program``: a name, or a placement file's fixed node per part.
+
+    Raises
+    ------
+    InputError
+        If both are given, or the file's partitions are not the program's ``n_parts``, or it
+        places on more nodes than there are ``ranks`` (a rank is a node in ``run``).
+    """
+    if placement is None:
+        return strategy or "birdshot"
+    if strategy is not None:
+        raise InputError(
+            "--placement", f"given with --strategy {strategy}", "one of --placement, --strategy"
+        )
+    from grapeshot.model.placement import load_placement
+    from grapeshot.place.static import fixed_strategy
+
+    fixed = load_placement(placement)
+    if fixed.n_parts != n_parts:
+        raise InputError(
+            f"--placement {placement}",
+            f"places {fixed.n_parts} partitions",
+            f"{n_parts}, the program's (--parts, or place --synthetic with the same parts)",
+        )
+    if fixed.nodes != ranks:
+        raise InputError(
+            f"--placement {placement}",
+            f"is for {fixed.nodes} nodes",
+            f"{ranks}, the ranks of this run (mpiexec -n {fixed.nodes}, one rank per node)",
+        )
+    return fixed_strategy(fixed.node_of)
+
+
+def migration_line(m: Any) -> str:
+    """One printed line per migration: step, partitions moved, bytes, seconds, per-rank counts."""
+
+    def counts(c: tuple[int, ...]) -> str:
+        return "/".join(map(str, c)) if len(c) <= 8 else f"{min(c)}–{max(c)}"
+
+    return (
+        f"migration at step {m.step}: {plural(m.parts_moved, 'partition')} moved, "
+        f"{m.bytes:,} bytes, {m.seconds:.3f} s; per rank "
+        f"{counts(m.ranks_before)} → {counts(m.ranks_after)}"
+    )
+
+
 def run_command(
     app_name: Annotated[str, typer.Argument(metavar="APP", help="sph, swe or wavefront.")],
     scene: Annotated[str, typer.Option("--scene", help="Scene of the app.")] = "dambreak",
@@ -23,8 +85,19 @@ def run_command(
     ] = "16,16",
     steps: Annotated[int, typer.Option("--steps", help="Steps to run.")] = 20,
     strategy: Annotated[
-        str, typer.Option("--strategy", help="Placement: geometric, cyclic, sfc, birdshot.")
-    ] = "birdshot",
+        str | None,
+        typer.Option(
+            "--strategy", help="Placement: geometric, cyclic, sfc, birdshot (the default)."
+        ),
+    ] = None,
+    placement: Annotated[
+        Path | None,
+        typer.Option(
+            "--placement",
+            help="Run this placement (JSON of grapeshot place --out) instead of a --strategy: "
+            "its partitions must be the program's and its nodes the ranks.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the placement and scene.")] = 0,
     threads: Annotated[
         int,
@@ -48,7 +121,11 @@ def run_command(
     ] = "mpi",
     migrate_at: Annotated[
         int | None,
-        typer.Option("--migrate-at", help="Rebalance greedily after this many steps."),
+        typer.Option(
+            "--migrate-at",
+            help="Rebalance greedily after this many steps; prints what moved (step, "
+            "partitions, bytes, seconds).",
+        ),
     ] = None,
     cells: Annotated[
         str | None, typer.Option("--cells", help="Cells per axis (default: the scene's).")
@@ -75,77 +152,99 @@ def run_command(
     sent, and `fields_digest`, a hash of the final fields that is equal across executors,
     rank counts and placements when the results are bitwise equal.
     """
-    from mpi4py import MPI
+    from grapeshot.runtime.lifeline import lifeline
 
-    comm = MPI.COMM_WORLD
-    rank = comm.Get_rank()
-    try:
-        from grapeshot.apps import APPS, get_app
-        from grapeshot.runtime.driver import run_program
-        from grapeshot.runtime.record import write_run_record, write_timeline
+    # Ctrl-C, SIGTERM or a dead launcher ends every rank at once, start-up included.
+    with lifeline() as guard:
+        # MPI_Init runs inside this import and holds the GIL: no Python code runs until it
+        # returns, so a signal must end the process without Python's help meanwhile.
+        with guard.uncaught():
+            from mpi4py import MPI
 
-        module = get_app(app_name)
-        if not APPS[app_name].runnable:
-            raise InputError(
-                "APP", f"{app_name} only records traces", "sph, swe or wavefront (or use trace)"
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        try:
+            from grapeshot.apps import APPS, get_app
+            from grapeshot.runtime.driver import run_program
+            from grapeshot.runtime.record import write_run_record, write_timeline
+
+            module = get_app(app_name)
+            if not APPS[app_name].runnable:
+                raise InputError(
+                    "APP", f"{app_name} only records traces", "sph, swe or wavefront (or use trace)"
+                )
+            part_shape = parse_parts(parts)
+            program = module.make_program(
+                scene, part_shape, cells=parse_cells(cells, len(part_shape)), seed=seed
             )
-        part_shape = parse_parts(parts)
-        program = module.make_program(
-            scene, part_shape, cells=parse_cells(cells, len(part_shape)), seed=seed
-        )
-        n_threads = threads
-        if n_threads < 1:
-            raise InputError("--threads", f"got {n_threads}", "an integer >= 1")
-        with Progress(console=console, transient=True, disable=rank != 0 or as_json) as bar:
-            task = bar.add_task(f"{app_name} {scene}", total=steps)
-            outcome = run_program(
-                program,
-                steps=steps,
-                strategy=strategy,
-                seed=seed,
-                comm=comm,
-                threads=n_threads,
-                executor=executor,
-                reduction=reduction,
-                migrate_at=migrate_at,
-                timeout=timeout,
-                on_step=(lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None,
-                # A record is what the simulator calibrates on: add the network's own figures.
-                probe_network=record is not None,
-            )
-        if outcome is None:
+            n_threads = threads
+            if n_threads < 1:
+                raise InputError("--threads", f"got {n_threads}", "an integer >= 1")
+            chosen = placed_strategy(placement, strategy, program.n_parts, comm.Get_size())
+            migrations: list[dict[str, Any]] = []
+
+            def on_migrate(m: Any) -> None:
+                keys = ("step", "parts_moved", "bytes", "seconds")
+                migrations.append({k: getattr(m, k) for k in keys})
+                if not as_json:
+                    line = migration_line(m)
+                    bar.console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+            with Progress(
+                console=console,
+                transient=True,
+                disable=rank != 0 or as_json or not console.is_terminal,
+            ) as bar:
+                task = bar.add_task(f"{app_name} {scene}", total=steps)
+                outcome = run_program(
+                    program,
+                    steps=steps,
+                    strategy=chosen,
+                    seed=seed,
+                    comm=comm,
+                    threads=n_threads,
+                    executor=executor,
+                    reduction=reduction,
+                    migrate_at=migrate_at,
+                    timeout=timeout,
+                    on_step=(lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None,
+                    # A record is what the simulator calibrates on: add the network's own figures.
+                    probe_network=record is not None,
+                    on_migrate=on_migrate,
+                )
+            if outcome is None:
+                return
+            if placement is not None:
+                outcome.summary["strategy"] = f"placement {placement}"
+            if migrate_at is not None:
+                outcome.summary["migrations"] = migrations
+            if record is not None:
+                write_run_record(record, program, outcome)
+            if timeline is not None:
+                write_timeline(timeline, program, outcome)
+        except GrapeshotError as exc:
+            if rank == 0:
+                sys.stderr.write(f"grapeshot: error: {exc}\n")
+            raise typer.Exit(2) from None
+        summary = outcome.summary
+        if as_json:
+            emit_json(summary)
             return
-        if record is not None:
-            write_run_record(record, program, outcome)
-        if timeline is not None:
-            write_timeline(timeline, program, outcome)
-    except GrapeshotError as exc:
-        if rank == 0:
-            sys.stderr.write(f"grapeshot: error: {exc}\n")
-        raise typer.Exit(2) from None
-    summary = outcome.summary
-    if as_json:
-        emit_json(summary)
-        return
-    table = Table(
-        title=(
-            f"{app_name} {scene}: {summary['parts']} partitions on {summary['ranks']} ranks × "
-            f"{summary['threads']} threads ({summary['ppc']:.1f} per core), "
-            f"{summary['strategy']}, {summary['executor']} executor"
+        # The title is a line of its own: as a table title it would wrap to the narrow table.
+        console.print(run_title(app_name, scene, summary), highlight=False, markup=False)
+        table = Table()
+        for col in ("rank", "busy (s)", "idle (s)"):
+            table.add_column(col, justify="right")
+        for r, (b, i) in enumerate(zip(summary["busy"], summary["idle"], strict=True)):
+            table.add_row(str(r), f"{b:.3f}", f"{i:.3f}")
+        console.print(table)
+        console.print(
+            f"wall {summary['wall_time']:.3f} s · {summary['messages']} messages, "
+            f"{summary['bytes_sent']:,} bytes · digest {summary['fields_digest'][:16]}"
         )
-    )
-    for col in ("rank", "busy (s)", "idle (s)"):
-        table.add_column(col, justify="right")
-    for r, (b, i) in enumerate(zip(summary["busy"], summary["idle"], strict=True)):
-        table.add_row(str(r), f"{b:.3f}", f"{i:.3f}")
-    console.print(table)
-    console.print(
-        f"wall {summary['wall_time']:.3f} s · {summary['messages']} messages, "
-        f"{summary['bytes_sent']:,} bytes · digest {summary['fields_digest'][:16]}"
-    )
-    for path in (record, timeline):
-        if path is not None:
-            console.print(f"written: {path}")
+        for path in (record, timeline):
+            if path is not None:
+                console.print(f"written: {path}")
 
 
 def register(app: typer.Typer) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
+from rich import box
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -15,7 +16,6 @@ from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.synthetic import describe_kinds
 from grapeshot.model.workload_file import load_workload
-from grapeshot.report.figures import save_figure
 from grapeshot.sim.program import (
     DEFAULT_MESSAGE_OVERHEAD,
     DEFAULT_STATE_BYTES_PER_CELL,
@@ -60,6 +60,8 @@ _PARAGRAPHS = (
     "--machine ec2-c4.8xlarge --nodes 32 --strategy geometric,birdshot --ppc 1,2,4,8,16,32",
 )
 HELP = "\n\n".join(_PARAGRAPHS)
+#: Where ``simulate`` writes its figure unless told otherwise (``--figure``, ``--no-figure``).
+DEFAULT_FIGURE = Path("grapeshot-sim/sim-time-per-step.png")
 
 
 def _int_list(text: str, where: str) -> list[int]:
@@ -142,6 +144,58 @@ def sweep_figure(runs: list[Run], *, title: str):
     return fig
 
 
+def simulate_placement(
+    path: Path,
+    fixed: Any,
+    trace: Path | None,
+    synthetic: str | None,
+    workload: Any,
+    step_range: tuple[int, int] | None,
+    machine: Any,
+    options: SimOptions,
+    timeline_steps: tuple[int, int] | None,
+) -> Run:
+    """Simulate the placement read from ``path`` on the workload as it is (no resizing).
+
+    Raises
+    ------
+    InputError
+        If the placement's partitions are not the workload's, or its nodes not the machine's.
+    """
+    from grapeshot.model.synthetic import synthetic_workload
+    from grapeshot.sim.engine import simulate
+    from grapeshot.sim.network import network_model
+    from grapeshot.sim.program import build_program
+
+    wl = workload if workload is not None else synthetic_workload(synthetic)
+    source = f"--trace {trace}" if trace is not None else f"--synthetic {synthetic}"
+    if fixed.n_parts != wl.n_parts:
+        raise InputError(
+            f"--placement {path}",
+            f"places {fixed.n_parts} partitions",
+            f"{wl.n_parts}, the partitions of {source}",
+        )
+    if fixed.nodes != machine.nodes:
+        raise InputError(
+            f"--placement {path}",
+            f"is for {fixed.nodes} nodes",
+            f"{machine.nodes}, the machine's (--nodes)",
+        )
+    if step_range is not None:
+        wl = wl.steps(*step_range)
+    result = simulate(
+        wl,
+        fixed,
+        machine,
+        options,
+        timeline_steps=timeline_steps,
+        program=build_program(wl, options),
+        network=network_model(machine, options.hop_latency),
+    )
+    ppc = max(1, round(wl.n_parts / machine.total_cores))
+    return Run("placement", ppc, fixed.seed or 0, wl.parts_shape, result)
+
+
 def simulate_command(
     machine: Annotated[
         str,
@@ -163,16 +217,31 @@ def simulate_command(
         int | None, typer.Option("--nodes", help="Nodes (default: the machine's).")
     ] = None,
     strategy: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--strategy", help=f"Comma-separated strategies: {', '.join(strategy_names())}."
+            "--strategy",
+            help=f"Comma-separated strategies: {', '.join(strategy_names())} "
+            "(default: geometric,birdshot).",
         ),
-    ] = "geometric,birdshot",
+    ] = None,
     ppc: Annotated[
-        str, typer.Option("--ppc", help="Comma-separated partitions per core, e.g. 1,2,4,8.")
-    ] = "1",
-    steps: Annotated[
-        str | None, typer.Option("--steps", help="Simulate only steps a:b of the trace.")
+        str | None,
+        typer.Option(
+            "--ppc", help="Comma-separated partitions per core, e.g. 1,2,4,8 (default 1)."
+        ),
+    ] = None,
+    placement: Annotated[
+        Path | None,
+        typer.Option(
+            "--placement",
+            help="Simulate this placement (JSON of grapeshot place --out) instead of "
+            "--strategy and --ppc: its partitions must be the workload's, its nodes the "
+            "machine's (the default --nodes).",
+        ),
+    ] = None,
+    step_range: Annotated[
+        str | None,
+        typer.Option("--step-range", help="Simulate only steps A:B of the trace (B excluded)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every placement.")] = 0,
     phases: Annotated[int, typer.Option("--phases", help="Halo exchanges (phases) per step.")] = 1,
@@ -215,12 +284,17 @@ def simulate_command(
     timeline_steps: Annotated[
         str, typer.Option("--timeline-steps", help="Steps a:b of the timeline.")
     ] = "0:3",
-    out_dir: Annotated[Path, typer.Option("--out-dir", help="Directory of the figures.")] = Path(
-        "grapeshot-sim"
-    ),
-    figures: Annotated[
-        bool, typer.Option("--figures/--no-figures", help="Write the PNG figure.")
-    ] = True,
+    figure: Annotated[
+        Path,
+        typer.Option(
+            "--figure",
+            help="Where to write the figure (PNG or SVG by the suffix): time per step against "
+            "partitions per core, and busy/idle time at each strategy's best.",
+        ),
+    ] = DEFAULT_FIGURE,
+    no_figure: Annotated[
+        bool, typer.Option("--no-figure", help="Write no figure (and skip matplotlib).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
     calibrate: Annotated[
         Path | None,
@@ -237,13 +311,26 @@ def simulate_command(
         return
     if (trace is None) == (synthetic is None):
         raise InputError("--trace/--synthetic", "need exactly one of them", "a file or a SPEC")
+    fixed = None
+    if placement is not None:
+        for name, value in (("--strategy", strategy), ("--ppc", ppc)):
+            if value is not None:
+                raise InputError(
+                    "--placement", f"given with {name} {value}", f"one of --placement, {name}"
+                )
+        from grapeshot.model.placement import load_placement
+
+        fixed = load_placement(placement)
+        nodes = fixed.nodes if nodes is None else nodes
+    strategy = "geometric,birdshot" if strategy is None else strategy
+    ppc = "1" if ppc is None else ppc
     strategies = [s.strip() for s in strategy.split(",") if s.strip()]
     if not strategies:
         raise InputError("--strategy", f"got {strategy!r}", "comma-separated strategy names")
     for name in strategies:
         check_strategy(name)
     ppcs = _int_list(ppc, "--ppc")
-    step_range = _steps(steps, "--steps")
+    steps_ab = _steps(step_range, "--step-range")
     window = _steps(timeline_steps, "--timeline-steps")
     m = load_machine(machine, nodes)
     workload = load_workload(trace) if trace is not None else None
@@ -272,15 +359,26 @@ def simulate_command(
         seconds_per_work=seconds_per_work,
     )
     source = (
-        WorkloadSource(spec=synthetic, steps=step_range)
+        WorkloadSource(spec=synthetic, steps=steps_ab)
         if synthetic is not None
-        else WorkloadSource(workload=workload, steps=step_range)
+        else WorkloadSource(workload=workload, steps=steps_ab)
     )
-    pairs = [(s, k) for k in ppcs for s in strategies]
+    if fixed is not None:
+        assert placement is not None
+        pairs = [("placement", max(1, round(fixed.n_parts / m.total_cores)))]
+    else:
+        pairs = [(s, k) for k in ppcs for s in strategies]
     selected = _timeline_run(timeline_run, pairs) if timeline is not None else None
     tl = None if selected is None or window is None else (selected[0], selected[1], window)
 
-    if as_json or len(pairs) == 1:
+    if fixed is not None:
+        assert placement is not None
+        run = simulate_placement(
+            placement, fixed, trace, synthetic, workload, steps_ab, m, options,
+            None if tl is None else tl[2],
+        )  # fmt: skip
+        runs = [Run(pairs[0][0], pairs[0][1], run.seed, run.parts_shape, run.result)]
+    elif as_json or len(pairs) == 1:
         runs = run_sweep(source, m, strategies, ppcs, seed=seed, options=options, timeline=tl)
     else:
         with Progress(
@@ -308,12 +406,14 @@ def simulate_command(
             )
 
     written: list[str] = []
-    if figures:
+    if not no_figure:
+        from grapeshot.report.figures import save_figure
+
         fig = sweep_figure(
             runs,
             title=f"{source.description} on {m.nodes} × {m.name} ({m.cores_per_node} cores)",
         )
-        written.append(str(save_figure(fig, out_dir / "sim-time-per-step.png")))
+        written.append(str(save_figure(fig, figure)))
     timeline_path = None
     if tl is not None:
         run = next(r for r in runs if (r.strategy, r.ppc) == (tl[0], tl[1]))
@@ -331,35 +431,79 @@ def simulate_command(
             }
         )
         return
-    _print_table(runs, m.name, m.nodes, source.description)
+    described = source.description + ("" if placement is None else f", placement {placement}")
+    _print_table(runs, m.name, m.nodes, described)
     for path in written:
         console.print(f"figure written to {path}")
     if timeline_path is not None:
         console.print(f"timeline ({tl[0]} at {tl[1]} per core) written to {timeline_path}")
 
 
+#: The table's columns: header, justification. Short headers keep it within 80 columns;
+#: :data:`LEGEND` says what each means.
+_COLUMNS = (
+    ("strategy", "left"), ("ppc", "right"), ("parts", "right"), ("step", "right"),
+    ("LIF", "right"), ("max", "right"), ("hid", "right"), ("busy", "right"),
+    ("MB/st", "right"), ("migMB", "right"),
+)  # fmt: skip
+LEGEND = (
+    "ppc: partitions per core; step: mean simulated time per step; LIF: mean over steps of "
+    "max/mean − 1 of per-core load (max: its worst step); hid: share of in-flight "
+    "inter-node communication covered by computation; busy: share of core time computing; "
+    "MB/st: inter-node halo MB per step; migMB: MB migrated; * fastest run."
+)
+
+
+def _ratio(slow: float, fast: float) -> str:
+    return "as fast as" if slow <= fast * 1.005 else f"{slow / fast:.2f}× faster than"
+
+
+def recommendation(runs: list[Run], scale: float, unit: str) -> str:
+    """One line: which strategy and partitions per core to use, and against what.
+
+    The fastest run is compared with the best run of the *next best strategy*; with one
+    strategy, with the same strategy at its smallest partitions per core. A run is never
+    compared with itself: with a single run there is nothing to compare and the line says so.
+    """
+    best = min(runs, key=lambda r: r.result.total_time)
+    head = (
+        f"Use {best.strategy} at {best.ppc} per core: "
+        f"{best.result.step_time_mean * scale:.3f} {unit} per step"
+    )
+    others = [r for r in runs if r.strategy != best.strategy]
+    if others:
+        rival = min(others, key=lambda r: r.result.total_time)
+        return (
+            f"{head}, {_ratio(rival.result.total_time, best.result.total_time)} "
+            f"{rival.strategy} at its best ({rival.ppc} per core)."
+        )
+    mine = [r for r in runs if r is not best]
+    if not mine:
+        return f"{head} (one run: nothing to compare it with)."
+    base = min(runs, key=lambda r: r.ppc)
+    if base is best:
+        slowest = max(mine, key=lambda r: r.result.total_time)
+        return (
+            f"{head}; more partitions per core only slow it down "
+            f"({slowest.result.total_time / best.result.total_time:.2f}× slower at "
+            f"{slowest.ppc} per core)."
+        )
+    return f"{head}, {_ratio(base.result.total_time, best.result.total_time)} at {base.ppc}."
+
+
 def _print_table(runs: list[Run], machine: str, nodes: int, description: str) -> None:
     longest = max(r.result.step_time_mean for r in runs)
     scale, unit = (1.0, "s") if longest >= 1 else (1e3, "ms") if longest >= 1e-3 else (1e6, "µs")
-    table = Table(title=f"{description}\non {nodes} × {machine}")
-    for col in (
-        "strategy",
-        "ppc",
-        "parts",
-        f"step {unit}",
-        "LIF",
-        "LIF max",
-        "hidden",
-        "busy",
-        "MB/step",
-        "migr. MB",
-    ):
-        table.add_column(col, justify="left" if col == "strategy" else "right")
+    console.print(f"{description}\non {nodes} × {machine}", highlight=False, markup=False)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    for header, justify in _COLUMNS:
+        header = f"step {unit}" if header == "step" else header
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     fastest = min(r.result.total_time for r in runs)
     for r in runs:
         res = r.result
         table.add_row(
-            r.strategy + (" *" if res.total_time == fastest else ""),
+            r.strategy + ("*" if res.total_time == fastest else ""),
             str(r.ppc),
             str(res.n_parts),
             f"{res.step_time_mean * scale:.3f}",
@@ -371,24 +515,8 @@ def _print_table(runs: list[Run], machine: str, nodes: int, description: str) ->
             f"{res.bytes_migrated / 1e6:.1f}",
         )
     console.print(table)
-    console.print(
-        "step: mean time per step; LIF: mean over steps of max/mean - 1 of per-core load; "
-        "hidden: share of in-flight communication time covered by computation; busy: share of "
-        "core time computing; MB/step: inter-node halo data; * fastest run.",
-        style="dim",
-    )
-    best_of: dict[str, Run] = {}
-    for r in runs:
-        best = best_of.get(r.strategy)
-        if best is None or r.result.total_time < best.result.total_time:
-            best_of[r.strategy] = r
-    base = runs[0]  # the first strategy at the smallest partitions per core
-    for name, best in best_of.items():
-        speedup = base.result.total_time / best.result.total_time
-        console.print(
-            f"{name}: best at {best.ppc} per core, {best.result.step_time_mean * scale:.3f} "
-            f"{unit} per step, {speedup:.2f}x faster than {base.strategy} at {base.ppc} per core"
-        )
+    console.print(LEGEND, style="dim", highlight=False)
+    console.print(recommendation(runs, scale, unit), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

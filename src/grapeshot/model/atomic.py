@@ -1,4 +1,10 @@
-"""Atomic file output: a reader sees the old file or the new one, never a torn one."""
+"""Atomic file output: a reader sees the old file or the new one, never a torn one.
+
+The file is written under a temporary name beside the destination and renamed over it. The
+temporary file is created private (``tempfile.mkstemp`` makes it mode 0600); before the rename
+it is given the mode a plain ``open(path, "w")`` would have given it, ``0666`` less the
+process's umask, so colleagues in a shared project directory can read the results.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,25 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+#: The mode a new file gets before the umask applies (what ``open(path, "w")`` asks for).
+_NEW_FILE_MODE = 0o666
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system allows.
+
+    Linux reports it in ``/proc/self/status``; elsewhere it is read by setting it and
+    restoring it at once (``os.umask`` has no read-only form).
+    """
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -15,7 +40,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     The temporary file lives in the destination directory so the final ``os.replace`` is a
     rename on one file system. If the body raises (or the process is interrupted) the
-    temporary file is removed and ``path`` is untouched.
+    temporary file is removed and ``path`` is untouched. The file ends with mode
+    ``0666 & ~umask``, as if written in place.
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -25,6 +51,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
+            os.fchmod(fh.fileno(), _NEW_FILE_MODE & ~current_umask())
             os.fsync(fh.fileno())
         os.replace(tmp_path, final)
     except BaseException:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import numbers
 
 
 class GrapeshotError(Exception):
@@ -43,7 +44,7 @@ class InputError(GrapeshotError, ValueError):
 
 def check_positive_int(value: int, where: str, *, minimum: int = 1) -> int:
     """Return ``value`` as an int if it is an integer ``>= minimum``, else raise InputError."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InputError(where, f"got {value!r}", f"an integer >= {minimum}")
     if value < minimum:
         raise InputError(where, f"got {value}", f"an integer >= {minimum}")
@@ -69,6 +70,6 @@ def check_positive_number(value: float, where: str) -> float:
         x = float(value)
     except (TypeError, ValueError):
         raise InputError(where, f"got {value!r}", "a positive number") from None
-    if not (np.isfinite(x) and x > 0.0):
+    if not (math.isfinite(x) and x > 0.0):
         raise InputError(where, f"got {value!r}", "a positive finite number")
     return x

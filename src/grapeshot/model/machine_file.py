@@ -35,7 +35,7 @@ from typing import Any
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import TOPOLOGIES, Machine, Network, NodeTree
-from grapeshot.model.presets import PRESETS, preset
+from grapeshot.model.presets import preset, preset_name
 
 _TOP_KEYS = {"name", "nodes", "node_cores", "node", "network"}
 _NODE_KEYS = {"levels", "core_numbering"}
@@ -115,7 +115,7 @@ def load_machine_file(path: str | os.PathLike[str]) -> Machine:
 
 def load_machine(preset_or_file: str, nodes: int | None = None) -> Machine:
     """A preset by name or a machine file by path, optionally resized to ``nodes`` nodes."""
-    if preset_or_file in PRESETS:
+    if preset_name(preset_or_file) is not None:
         machine = preset(preset_or_file)
     elif preset_or_file.endswith(".toml") or Path(preset_or_file).exists():
         machine = load_machine_file(preset_or_file)

@@ -6,6 +6,7 @@ marked ``assumed`` below.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -111,13 +112,28 @@ PRESETS: Mapping[str, Callable[[], Machine]] = MappingProxyType(
 )
 
 
+def preset_name(name: str) -> str | None:
+    """The preset ``name`` stands for, ignoring case (``"PlaFRIM"`` → ``"plafrim"``)."""
+    folded = {key.casefold(): key for key in PRESETS}
+    return folded.get(name.strip().casefold())
+
+
 def preset(name: str) -> Machine:
-    """The preset machine ``name`` at its default node count; unknown names list the valid."""
-    try:
-        return PRESETS[name]()
-    except KeyError:
-        raise InputError(
-            "--machine",
-            f"unknown preset {name!r}",
-            f"one of {', '.join(PRESETS)} or a machine .toml file",
-        ) from None
+    """The preset machine ``name`` (any case) at its default node count.
+
+    Raises
+    ------
+    InputError
+        For an unknown name: lists the presets, suggests the closest one, and points at
+        ``grapeshot machines``.
+    """
+    key = preset_name(name)
+    if key is not None:
+        return PRESETS[key]()
+    close = difflib.get_close_matches(name.casefold(), list(PRESETS), n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise InputError(
+        "--machine",
+        f"unknown preset {name!r}{hint}",
+        f"one of {', '.join(PRESETS)} or a machine .toml file (grapeshot machines lists them)",
+    )

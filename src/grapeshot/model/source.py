@@ -13,7 +13,7 @@ from grapeshot.model.workload_file import load_workload
 def open_workload(path: str | Path | None = None, synthetic: str | None = None) -> Workload:
     """Load the workload file ``path`` or build the synthetic ``SPEC``; exactly one is given."""
     if (path is None) == (synthetic is None):
-        raise InputError("--workload/--synthetic", "need exactly one of them", "a file or a SPEC")
+        raise InputError("--trace/--synthetic", "need exactly one of them", "a file or a SPEC")
     if path is not None:
         return load_workload(path)
     return synthetic_workload(synthetic)

@@ -44,15 +44,20 @@ class Key:
     help: str
 
 
+def _sizes(text: str) -> list[str]:
+    # 48x48 and 48,48 alike, as --parts and --cells take them.
+    return text.lower().replace(",", "x").split("x")
+
+
 def _shape(text: str) -> tuple[int, ...]:
-    parts = tuple(int(x) for x in text.lower().split("x"))
+    parts = tuple(int(x) for x in _sizes(text))
     if len(parts) not in (2, 3) or min(parts) < 1:
         raise ValueError(text)
     return parts
 
 
 def _cells(text: str) -> tuple[int, ...]:
-    parts = tuple(int(x) for x in text.lower().split("x"))
+    parts = tuple(int(x) for x in _sizes(text))
     if len(parts) not in (1, 2, 3) or min(parts) < 1:
         raise ValueError(text)
     return parts
@@ -93,8 +98,8 @@ def _mode(text: str) -> str:
 
 
 _EXPECTED = {
-    _shape: "2 or 3 positive integers joined by 'x', e.g. 64x64",
-    _cells: "1 to 3 positive integers joined by 'x', e.g. 16 or 16x8",
+    _shape: "2 or 3 positive integers joined by 'x' or ',', e.g. 64x64",
+    _cells: "1 to 3 positive integers joined by 'x' or ',', e.g. 16 or 16x8",
     _pos_int: "an integer >= 1",
     _nonneg_int: "an integer >= 0",
     _fraction: "a number in (0, 1]",
@@ -253,6 +258,18 @@ def describe_kinds() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _items(rest: str) -> list[str]:
+    """``"parts=48,48,steps=5"`` → ``["parts=48,48", "steps=5"]``: a bare number after a
+    comma continues the value before it (a grid written with commas, as ``--parts`` takes)."""
+    items: list[str] = []
+    for piece in filter(None, (s.strip() for s in rest.split(","))):
+        if "=" not in piece and items and piece.isdigit():
+            items[-1] += "," + piece
+        else:
+            items.append(piece)
+    return items
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """Split ``KIND:key=value,...`` into the kind and its full, validated parameters."""
     kind_name, _, rest = spec.partition(":")
@@ -263,7 +280,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
         )
     kind = KINDS[kind_name]
     params = {key: k.default for key, k in kind.keys.items()}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
+    for item in _items(rest):
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep:

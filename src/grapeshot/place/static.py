@@ -40,21 +40,47 @@ STATIC_STRATEGIES: dict[str, StaticStrategy] = {
 }
 
 
-def get_static_strategy(name: str) -> StaticStrategy:
+def get_static_strategy(name: str | StaticStrategy) -> StaticStrategy:
     """Return the static strategy registered as ``name``.
 
     Parameters
     ----------
     name
-        A key of :data:`STATIC_STRATEGIES`.
+        A key of :data:`STATIC_STRATEGIES`, or a strategy function itself (returned as is),
+        such as :func:`fixed_strategy` of a placement read from a file.
 
     Raises
     ------
     InputError
         If no strategy has that name; the message lists the valid ones.
     """
+    if callable(name):
+        return name
     try:
         return STATIC_STRATEGIES[name]
     except (KeyError, TypeError):  # TypeError: an unhashable name such as a list
         valid = ", ".join(STATIC_STRATEGIES)
         raise InputError("--strategy", f"unknown strategy {name!r}", f"one of: {valid}") from None
+
+
+def fixed_strategy(node_of: np.ndarray) -> StaticStrategy:
+    """A strategy that returns ``node_of`` (a placement decided before, e.g. read from a file).
+
+    The caller checks ``node_of`` against the program's partitions and the nodes (or ranks)
+    it will run on; the returned function checks the sizes again and refuses a mismatch.
+    """
+    fixed = np.asarray(node_of, dtype=np.int32)
+
+    def place_fixed(
+        parts_shape: tuple[int, ...], cores: Sequence[int] | np.ndarray, *, seed: SeedLike
+    ) -> np.ndarray:
+        n_parts = int(np.prod(parts_shape))
+        if fixed.shape != (n_parts,) or (fixed.size and fixed.max() >= len(cores)):
+            raise InputError(
+                "--placement",
+                f"places {fixed.size} partitions on {int(fixed.max(initial=-1)) + 1} nodes",
+                f"{n_parts} partitions on at most {len(cores)} nodes",
+            )
+        return fixed.copy()
+
+    return place_fixed

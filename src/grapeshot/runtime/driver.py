@@ -7,6 +7,7 @@ partitions. After the run, rank 0 gathers the records and the final fields and r
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,32 @@ class RunOutcome:
     network: dict[str, np.ndarray] | None = None
 
 
+@dataclass(frozen=True)
+class Migration:
+    """One rebalancing step, as ``on_migrate`` reports it (Charm++'s ``+LBDebug`` in spirit).
+
+    Attributes
+    ----------
+    step
+        Steps completed before the partitions moved.
+    parts_moved
+        Partitions whose rank changed.
+    bytes
+        Bytes of partition state sent between ranks (summed over every rank).
+    seconds
+        Wall time of the rebalance: gathering the loads, deciding, moving the state.
+    ranks_before, ranks_after
+        Partitions per rank before and after.
+    """
+
+    step: int
+    parts_moved: int
+    bytes: int
+    seconds: float
+    ranks_before: tuple[int, ...]
+    ranks_after: tuple[int, ...]
+
+
 def place_on_ranks(program: Program, strategy: str, seed: int, ranks: int, threads: int):
     """The placement of ``program``'s partitions on ``ranks`` ranks of ``threads`` cores."""
     fn = get_static_strategy(strategy)
@@ -85,6 +112,7 @@ def run_program(
     timeout: float = 120.0,
     on_step=None,
     probe_network: bool = False,
+    on_migrate=None,
 ) -> RunOutcome | None:
     """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
 
@@ -99,6 +127,8 @@ def run_program(
     probe_network
         After the run, measure messages of 8 B to 2 MiB between the ranks (for calibrating
         the simulator; a fraction of a second).
+    on_migrate
+        Called on rank 0 with a :class:`Migration` as soon as partitions have moved.
     """
     size, rank = comm.Get_size(), comm.Get_rank()
     if executor not in EXECUTORS:
@@ -147,7 +177,19 @@ def run_program(
             final_node_of = node_of
         else:
             first = run_tasks(program, node_of, migrate_at, **kwargs)
+            started = time.perf_counter()
             final_node_of, blocks, migrated_bytes = _migrate(program, first, node_of, comm, size)
+            if rank == 0 and on_migrate is not None:
+                on_migrate(
+                    Migration(
+                        step=migrate_at,
+                        parts_moved=int(np.count_nonzero(np.asarray(final_node_of) != node_of)),
+                        bytes=int(migrated_bytes),
+                        seconds=time.perf_counter() - started,
+                        ranks_before=tuple(np.bincount(node_of, minlength=size).tolist()),
+                        ranks_after=tuple(np.bincount(final_node_of, minlength=size).tolist()),
+                    )
+                )
             second = run_tasks(
                 program,
                 final_node_of,

@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import scipy.fft
-from scipy import stats
 
 from grapeshot.model.errors import InputError, check_positive_int, check_probability
 from grapeshot.model.seed import SeedLike, as_generator
@@ -233,6 +231,8 @@ def _fft_length(nodes: int, k: int, var: float) -> int:
     ``t^2 / (2 (n var + k t / 3)) = C``: the wanted coefficient sits at ``E S``, so what wraps
     onto it lies at distance ``>= L`` and weighs less than ``2 e^{-C}``.
     """
+    import scipy.fft  # only the fixed-count model needs it: `grapeshot lif` starts faster
+
     c = _BERNSTEIN_C
     t = c * k / 3.0 + math.sqrt((c * k / 3.0) ** 2 + 2.0 * c * nodes * var)
     length = min(nodes * k + 1, math.ceil(t) + 1)
@@ -240,6 +240,8 @@ def _fft_length(nodes: int, k: int, var: float) -> int:
 
 
 def _fixed_count_plan(nodes: int, parts_per_node: int, total_busy: int) -> _FixedCountPlan:
+    from scipy import stats  # imported here: the binomial model (the default) never needs it
+
     n, s, b = nodes, parts_per_node, total_busy
     p_prime = b / (n * s)
     kk = np.arange(s + 1)
@@ -301,6 +303,8 @@ def _fixed_count_log_cdf(plan: _FixedCountPlan, index: int) -> float:
     j0 = round(b / n)
     vec = np.zeros(length)
     vec[(np.arange(k + 1) - j0) % length] = v
+    import scipy.fft
+
     spectrum = scipy.fft.rfft(vec)
     with np.errstate(under="ignore", over="ignore"):
         power = np.abs(spectrum) ** n * np.exp(1j * (n * np.angle(spectrum)))

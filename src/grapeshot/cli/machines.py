@@ -1,0 +1,82 @@
+"""``grapeshot machines``: the machine presets, with their nodes, cores and network."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from grapeshot.cli.output import console, emit_json
+from grapeshot.model.machine import Machine
+from grapeshot.model.presets import PRESETS
+
+#: Bytes per second in one Gbit/s.
+_GBIT = 1e9 / 8
+
+
+def describe_machine(machine: Machine) -> dict[str, Any]:
+    """A machine's sizes and network as plain data (what ``--json`` prints per preset)."""
+    net = machine.network
+    return {
+        "name": machine.name,
+        "nodes": machine.nodes,
+        "cores_per_node": machine.cores_per_node,
+        "node_tree": "×".join(str(count) for _, count in machine.node.levels),
+        "node_levels": [level for level, _ in machine.node.levels],
+        "total_cores": machine.total_cores,
+        "topology": net.topology,
+        "latency_s": net.latency,
+        "bandwidth_bytes_per_s": net.bandwidth,
+        "node_contention": net.node_contention,
+        "params": dict(net.params),
+    }
+
+
+def _bits(bytes_per_s: float) -> str:
+    """``1.25e9`` → ``"10 Gb/s"``; below 1 Gbit/s in Mb/s."""
+    gbit = bytes_per_s / _GBIT
+    return f"{gbit:.3g} Gb/s" if gbit >= 1 else f"{gbit * 1e3:.3g} Mb/s"
+
+
+def machines_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """List the machine presets: nodes, cores per node, network, latency and bandwidth.
+
+    Every command that takes `--machine NAME` accepts these names (in any case), or a
+    machine .toml file (docs/machines.md); `--nodes` resizes a preset. The node counts are
+    the defaults, the sizes of the source papers' runs.
+    """
+    rows = [describe_machine(make()) for make in PRESETS.values()]
+    if as_json:
+        emit_json({"machines": rows})
+        return
+    table = Table(title="Machine presets (--machine NAME; --nodes N resizes)", box=box.SIMPLE)
+    for col, justify in (
+        ("name", "left"), ("nodes", "right"), ("cores per node", "right"), ("network", "left"),
+        ("latency", "right"), ("bandwidth", "right"),
+    ):  # fmt: skip
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(
+            row["name"],
+            str(row["nodes"]),
+            f"{row['cores_per_node']}"
+            + (f" ({row['node_tree']})" if len(row["node_levels"]) > 1 else ""),
+            row["topology"] + ("*" if row["node_contention"] else ""),
+            f"{row['latency_s'] * 1e6:g} µs",
+            _bits(row["bandwidth_bytes_per_s"]),
+        )
+    console.print(table)
+    console.print(
+        "cores per node (sockets×cores); network* : a node receives one message at a time. "
+        "Sources: docs/machines.md.",
+        highlight=False,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``machines`` to the command line."""
+    app.command("machines")(machines_command)

@@ -1,0 +1,203 @@
+"""Every rank ends promptly on Ctrl-C, on SIGTERM or SIGHUP, or when its launcher dies.
+
+Under ``mpiexec`` a rank blocked inside an MPI call (a broadcast at start-up, a wait for a halo)
+never returns to Python, so Python's own ``KeyboardInterrupt`` is never raised there: the rank
+spins at 100 % CPU until killed by hand. :func:`lifeline` does not rely on the main thread. The
+C-level signal handler writes the signal's number to a socket (``signal.set_wakeup_fd``); a
+daemon thread waits on that socket (mpi4py releases the GIL inside MPI calls) and ends the
+process with ``os._exit`` at once. While MPI_Init runs (inside ``import mpi4py.MPI``, holding
+the GIL) not even that thread can run, so :meth:`Guard.uncaught` leaves the signals to the
+kernel's default action for that span.
+
+A lost launcher sends no signal. A small watchdog process (:func:`watchdog`, started with the
+block) checks every ``poll`` seconds that the rank's parent (the launcher's proxy) is still
+the one it started with; when it is gone the rank is an orphan nobody will wait for, stuck in
+an MPI call for ever, and the watchdog kills it. Being another process, it needs nothing from
+the rank, not even its GIL.
+
+Rank 0 prints one line saying why; the other ranks end silently. The exit status is
+``128 + signal`` for a signal (130 for Ctrl-C) and 1 for a lost launcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+#: The signals that end a run, and how the line on rank 0 names them.
+SIGNALS: dict[int, str] = {
+    signal.SIGINT: "interrupted (Ctrl-C)",
+    signal.SIGTERM: "terminated (SIGTERM)",
+    signal.SIGHUP: "hung up (SIGHUP)",
+}
+#: Environment variables in which MPI launchers give a process its rank before MPI starts.
+_RANK_VARIABLES = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
+#: Byte written to the socket to stop the watcher (no signal has number 0).
+_STOP = b"\0"
+
+
+def launcher_rank() -> int:
+    """This process's rank as the launcher set it in the environment (0 without one)."""
+    for name in _RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+#: Held by the first thread ending the process (the signal handler and the watcher may race).
+_ENDING = threading.Lock()
+
+
+def _end(code: int, why: str, rank: int) -> None:
+    if not _ENDING.acquire(blocking=False):
+        threading.Event().wait()  # the other one is ending the process
+    if rank == 0:
+        with contextlib.suppress(OSError):
+            os.write(2, f"grapeshot: error: {why}; every rank stops\n".encode())
+    os._exit(code)
+
+
+def _watch(sock: socket.socket, stop: threading.Event, rank: int) -> None:
+    while not stop.is_set():
+        select.select([sock], [], [])
+        try:
+            data = sock.recv(64)
+        except (BlockingIOError, InterruptedError):
+            continue
+        except OSError:
+            return
+        for signum in data:
+            if signum in SIGNALS:
+                _end(128 + signum, SIGNALS[signum], rank)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent of ``pid`` (Linux ``/proc``), or ``None`` once it has ended."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[1])
+
+
+def watchdog(pid: int, parent: int, rank: int, poll: float) -> None:
+    """Kill ``pid`` once its parent is no longer ``parent``; return when ``pid`` has ended.
+
+    Runs in a process of its own (``python -m grapeshot.runtime.lifeline``), started by
+    :func:`lifeline`; rank 0's watchdog prints the one line.
+    """
+    while True:
+        now = _parent_of(pid)
+        if now is None:
+            return
+        if now != parent:
+            if rank == 0:
+                with contextlib.suppress(OSError):
+                    os.write(2, b"grapeshot: error: the launcher (mpiexec) is gone; "
+                                b"every rank stops\n")  # fmt: skip
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(poll)
+
+
+def _start_watchdog(rank: int, poll: float) -> subprocess.Popen[bytes] | None:
+    if not os.path.exists(f"/proc/{os.getpid()}/stat"):
+        return None  # no /proc: no orphan detection
+    args = [str(os.getpid()), str(os.getppid()), str(rank), str(poll)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "grapeshot.runtime.lifeline", *args],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # a Ctrl-C for the run is not for the watchdog
+    )
+
+
+class Guard:
+    """What :func:`lifeline` yields: the handlers it installed, to step aside briefly."""
+
+    def __init__(self, handler: object) -> None:
+        self._handler = handler
+
+    @contextlib.contextmanager
+    def uncaught(self) -> Iterator[None]:
+        """Within this block the signals end the process by the kernel's default action.
+
+        For C code that holds the GIL for long (``MPI_Init``): neither the Python handler nor
+        the watcher thread can run then, but the default action needs neither.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        for s in SIGNALS:
+            signal.signal(s, signal.SIG_DFL)
+        try:
+            yield
+        finally:
+            for s in SIGNALS:
+                signal.signal(s, self._handler)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def lifeline(*, rank: int | None = None, poll: float = 0.25) -> Iterator[Guard]:
+    """Within the block, end this process at once on SIGINT/SIGTERM/SIGHUP or an orphaning.
+
+    Parameters
+    ----------
+    rank
+        The MPI rank (rank 0 prints the reason); default: :func:`launcher_rank`, so the
+        block may start before MPI is initialised.
+    poll
+        Seconds between the watchdog's checks that the parent process is still alive.
+
+    Off the main thread (where signal handlers cannot be set) the block runs unguarded. On
+    exit the previous handlers and wakeup descriptor are restored: a process that calls
+    the command line several times (tests) keeps its own handling.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield Guard(signal.SIG_DFL)
+        return
+    who = launcher_rank() if rank is None else rank
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+
+    def on_signal(signum: int, frame: object) -> None:
+        _end(128 + signum, SIGNALS[signum], who)
+
+    previous = {s: signal.signal(s, on_signal) for s in SIGNALS}
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=_watch, args=(reader, stop, who), name="grapeshot-lifeline", daemon=True
+    )
+    watcher.start()
+    dog = _start_watchdog(who, poll)
+    try:
+        yield Guard(on_signal)
+    finally:
+        if dog is not None:
+            dog.kill()
+            dog.wait()
+        stop.set()
+        with contextlib.suppress(OSError):
+            writer.send(_STOP)
+        watcher.join()
+        signal.set_wakeup_fd(previous_fd)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        reader.close()
+        writer.close()
+
+
+if __name__ == "__main__":
+    watchdog(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))

@@ -1,0 +1,147 @@
+"""Ctrl-C, SIGTERM or a dead launcher end every rank of ``grapeshot run``, start-up included.
+
+The runs below would last hours: they end only because of the signal or the lost launcher.
+Every wait has a generous guard (a hang fails the test); nothing is timed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grapeshot.runtime.lifeline import SIGNALS, lifeline
+from tests.mpi_harness import ROOT, mpiexec
+
+#: A run of many hours: 1024² cells per rank-pair, 10⁶ steps.
+FOREVER = ["-m", "grapeshot.cli.main", "run", "swe", "--parts", "8,8", "--cells", "1024",
+           "--steps", "1000000", "--timeout", "600"]  # fmt: skip
+GUARD = 60.0  # seconds before a wait counts as a hang
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _has_mpi(pid: int) -> bool:
+    try:
+        return "libmpi" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def _wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + GUARD
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"hung: {what}")
+        time.sleep(0.05)
+
+
+def _launch(ranks: int = 2) -> tuple[subprocess.Popen[str], int, list[int]]:
+    """Start FOREVER under mpiexec; return it, the launcher's proxy and the ranks."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(
+        [mpiexec(), "-n", str(ranks), sys.executable, *FOREVER],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+    )  # fmt: skip
+    _wait_for(lambda: len(_children(proc.pid)) == 1, "the launcher's proxy")
+    proxy = _children(proc.pid)[0]
+    _wait_for(lambda: len(_children(proxy)) == ranks, "the ranks")
+    return proc, proxy, _children(proxy)
+
+
+def _cleanup(*pids: int) -> None:
+    for pid in pids:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _interrupt(started: bool) -> None:
+    proc, proxy, ranks = _launch()
+    try:
+        # Start-up: as soon as MPI is initialised (the program is being built, placed and
+        # broadcast); or a running run, past its first steps.
+        _wait_for(lambda: all(_has_mpi(r) for r in ranks), "MPI initialised on every rank")
+        if started:
+            cpu = lambda r: sum(map(int, Path(f"/proc/{r}/stat").read_text().split()[13:15]))  # noqa: E731
+            _wait_for(lambda: all(cpu(r) > 300 for r in ranks), "the ranks computing")
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C in the terminal does
+        _, err = proc.communicate(timeout=GUARD)
+        _wait_for(lambda: not any(_alive(r) for r in ranks), "every rank ended")
+    finally:
+        _cleanup(proc.pid, proxy, *ranks)
+    assert proc.returncode != 0
+    ours = [line for line in err.splitlines() if line.startswith("grapeshot: ")]
+    line = "grapeshot: error: interrupted (Ctrl-C); every rank stops"
+    # Inside MPI_Init (which holds the GIL) the kernel's default action ends a rank: no line.
+    assert ours == [line] if started else ours in ([], [line]), err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+@pytest.mark.mpi
+def test_ctrl_c_at_start_up_ends_every_rank() -> None:
+    _interrupt(started=False)
+
+
+@pytest.mark.mpi
+def test_ctrl_c_during_the_run_ends_every_rank() -> None:
+    _interrupt(started=True)
+
+
+@pytest.mark.mpi
+def test_a_dead_launcher_ends_every_rank() -> None:
+    proc, proxy, ranks = _launch()
+    try:
+        # As soon as each rank has its watchdog: the ranks are importing mpi4py, where
+        # MPI_Init holds the GIL and then waits for a launcher that will never answer.
+        _wait_for(lambda: all(_children(r) for r in ranks), "a watchdog on every rank")
+        os.kill(proxy, signal.SIGKILL)  # the launcher's process on this node dies
+        _wait_for(lambda: not any(_alive(r) for r in ranks), "every orphaned rank ended")
+        proc.communicate(timeout=GUARD)
+    finally:
+        _cleanup(proc.pid, proxy, *ranks)
+
+
+def test_a_signal_ends_one_process_with_one_line() -> None:
+    code = (
+        "import os, signal, time\n"
+        "from grapeshot.runtime.lifeline import lifeline\n"
+        "with lifeline(rank=0):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=GUARD)  # fmt: skip
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert proc.stderr == "grapeshot: error: terminated (SIGTERM); every rank stops\n"
+
+
+def test_the_block_restores_the_process_handling() -> None:
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    with lifeline(rank=3):
+        assert signal.getsignal(signal.SIGINT) is not before[signal.SIGINT]
+    assert {s: signal.getsignal(s) for s in SIGNALS} == before
+    assert signal.set_wakeup_fd(-1) == -1  # no wakeup descriptor left behind
