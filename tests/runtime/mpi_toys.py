@@ -12,12 +12,20 @@ from mpi4py import MPI
 
 from grapeshot.apps import swe
 from grapeshot.runtime.driver import run_program
-from tests.runtime.toy_programs import BatchedHeat, Dying, Failing, Heat, Walkers
+from tests.runtime.toy_programs import (
+    BatchedHeat,
+    Dying,
+    Failing,
+    Heat,
+    RebindThenBatch,
+    Walkers,
+)
 
 PROGRAMS = {
     "heat": lambda: Heat(parts=(4, 3)),
     "heat4": lambda: Heat(parts=(2, 2)),
     "heat-batched": lambda: BatchedHeat(parts=(4, 3)),
+    "rebind-then-batch": lambda: RebindThenBatch(parts=(4, 3)),
     "batch-failing": lambda: BatchedHeat(parts=(2, 2), fail_at=2),
     # CFL 3: the shallow-water stage goes negative at once; its batch flags the partition.
     "swe-unstable": lambda: swe.make_program("dambreak", (4, 2), cells=(64, 16), cfl=3.0),

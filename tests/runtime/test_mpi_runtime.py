@@ -8,13 +8,15 @@ import pytest
 
 from grapeshot.runtime.serial import run_serial
 from tests.mpi_harness import run_mpi
-from tests.runtime.toy_programs import Heat, Walkers
+from tests.runtime.toy_programs import Heat, RebindThenBatch, Walkers
 
 pytestmark = pytest.mark.mpi
 
 SERIAL = {
     "heat": lambda: run_serial(Heat(parts=(4, 3)), 10).digest(),
     "heat4": lambda: run_serial(Heat(parts=(2, 2)), 10).digest(),
+    "heat-batched": lambda: run_serial(Heat(parts=(4, 3)), 10).digest(),
+    "rebind-then-batch": lambda: run_serial(RebindThenBatch(parts=(4, 3)), 10).digest(),
     "walkers": lambda: run_serial(Walkers(parts=(4, 2)), 10).digest(),
 }
 
@@ -47,10 +49,12 @@ def test_task_runtime_matches_serial(n, program) -> None:
 
 
 @pytest.mark.parametrize(("n", "threads"), [(1, 2), (2, 1), (3, 2)])
-def test_batched_phases_match_serial(n, threads) -> None:
-    # The serial executor runs Heat's kernels one by one; the runtime runs the batch.
-    summary = _run(n, "heat-batched", threads=threads)
-    assert summary["fields_digest"] == SERIAL["heat"]()
+@pytest.mark.parametrize("program", ["heat-batched", "rebind-then-batch"])
+def test_batched_phases_match_serial(program, n, threads) -> None:
+    # The serial executor runs the kernels one by one; the runtime runs the batches (in
+    # rebind-then-batch, right after a per-task phase replaced the array a batch works on).
+    summary = _run(n, program, threads=threads)
+    assert summary["fields_digest"] == SERIAL[program]()
 
 
 @pytest.mark.parametrize("reduction", ["linear", "binomial"])

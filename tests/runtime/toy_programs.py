@@ -205,3 +205,47 @@ class BatchedHeat(Heat):
     def _iparams(self, box):
         walls = [box.at_wall(0, -1), box.at_wall(0, 1), box.at_wall(1, -1), box.at_wall(1, 1)]
         return np.array([*box.padded_shape, *walls], dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _halve_batch(arrays, bases, todo, params, iparams, values, stamps):
+    """Halve every partition's ``u`` in place (what RebindThenBatch's ``halve`` kernel does)."""
+    (u_all,) = arrays
+    for t in range(todo.size):
+        stamps[t] = now_ns()
+        i = todo[t]
+        n = iparams[i, 0]
+        u = u_all[bases[0, i] : bases[0, i] + n]
+        for j in range(n):
+            u[j] = 0.5 * u[j]
+        values[i] = 0.0
+    stamps[todo.size] = now_ns()
+
+
+class RebindThenBatch(Heat):
+    """Heat, then a per-task phase that *replaces* ``u`` by a doubled copy, then a batched
+    phase without an exchange that halves ``u`` in place: the batch must work on the new
+    array, or the doubling survives and the fields differ from the serial run."""
+
+    name = "rebind-then-batch"
+
+    def __init__(self, domain=(24, 18), parts=(3, 2)):
+        super().__init__(domain, parts)
+        halve = Batch(("u",), _halve_batch, self._params, self._iparams)
+        self.phases = (
+            *self.phases,
+            Phase("double", self._double),
+            Phase("halve", self._halve, batch=halve),
+        )
+
+    def _double(self, block, box, ctx):
+        block["u"] = block["u"] * 2.0
+
+    def _halve(self, block, box, ctx):
+        block["u"] *= 0.5
+
+    def _params(self, ctx):
+        return np.zeros(1)
+
+    def _iparams(self, box):
+        return np.array([int(np.prod(box.padded_shape))], dtype=np.int64)

@@ -401,6 +401,11 @@ class _Runner:
             pending = list(self.sources)
         else:
             need = np.zeros(len(self.local), dtype=np.int64)
+        if k in self.batched and (k - 1) % len(self.program.phases) not in self.batched:
+            # The phase before ran task by task: a kernel may have replaced an array this
+            # batch works on (exchanged fields were brought back by send_grid already).
+            for name in phase.batch.fields:
+                self.arena.refresh(self.blocks, name)
         # FIFO: the partitions with all their halos at hand first, in partition order, then
         # those each arriving message completes.
         ready = np.flatnonzero(need == 0).tolist()
