@@ -22,7 +22,7 @@ import numpy as np
 
 from grapeshot.jobs.swf import SwfRead
 from grapeshot.jobs.trace import JobTrace, empty_columns
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, read_input_text
 
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
 _MEM = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)([nc]?)$")
@@ -146,9 +146,5 @@ def parse_sacct_text(text: str, source: str = "<sacct>", *, strict: bool = False
 
 def read_sacct(path: str | os.PathLike[str], *, strict: bool = False) -> SwfRead:
     """Read a ``sacct --parsable2`` file; see :func:`parse_sacct_text`."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(str(p), f"cannot read ({exc.strerror or exc})", "a sacct file") from None
-    return parse_sacct_text(text, p.name, strict=strict)
+    text = read_input_text(path, "a sacct file", errors="replace")
+    return parse_sacct_text(text, Path(path).name, strict=strict)

@@ -18,7 +18,7 @@ import numpy as np
 
 from grapeshot.jobs.trace import FLOAT_FIELDS, SWF_FIELDS, JobTrace
 from grapeshot.model.atomic import atomic_path
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, read_input_text
 
 _N = len(SWF_FIELDS)
 _IS_FLOAT = tuple(name in FLOAT_FIELDS for name in SWF_FIELDS)
@@ -133,12 +133,8 @@ def read_swf(path: str | os.PathLike[str], *, strict: bool = False) -> SwfRead:
         If the file cannot be read, or (``strict``) at the first bad line, naming the line and
         field: ``"log.swf line 12 field 4 (run): got 'x'; expected a number or -1 for missing"``.
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(str(p), f"cannot read ({exc.strerror or exc})", "an SWF file") from None
-    return parse_swf_text(text, p.name, strict=strict)
+    text = read_input_text(path, "an SWF file", errors="replace")
+    return parse_swf_text(text, Path(path).name, strict=strict)
 
 
 def format_swf(trace: JobTrace) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+from pathlib import Path
 
 
 class GrapeshotError(Exception):
@@ -40,6 +42,18 @@ class InputError(GrapeshotError, ValueError):
         # Pickled as its three fields (it crosses MPI ranks and processes): the default would
         # call InputError(message) and fail.
         return (InputError, (self.where, self.problem, self.expected))
+
+
+def read_input_text(path: str | os.PathLike[str], expected: str, *, errors: str = "strict") -> str:
+    """The UTF-8 text of an input file; one :class:`InputError` naming it if it cannot be read.
+
+    ``expected`` says what the file should be (``"an SWF file"``); ``errors`` is passed to the
+    decoder (``"replace"`` for logs that may hold stray bytes).
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8", errors=errors)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read ({exc.strerror or exc})", expected) from None
 
 
 def check_positive_int(value: int, where: str, *, minimum: int = 1) -> int:

@@ -33,7 +33,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, read_input_text
 from grapeshot.model.machine import TOPOLOGIES, Machine, Network, NodeTree
 from grapeshot.model.presets import preset, preset_name
 
@@ -102,10 +102,7 @@ def machine_from_dict(data: dict[str, Any], path: str = "<machine>") -> Machine:
 def load_machine_file(path: str | os.PathLike[str]) -> Machine:
     """Read and validate a machine TOML file; errors name the file and the line or field."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(p), f"cannot read ({exc.strerror})", "a readable TOML file") from None
+    text = read_input_text(p, "a readable TOML file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

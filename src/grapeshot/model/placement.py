@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from grapeshot.model.atomic import write_text_atomic
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, read_input_text
 from grapeshot.model.machine import Machine
 from grapeshot.model.workload import Workload
 
@@ -95,10 +94,9 @@ def save_placement(path: str | os.PathLike[str], placement: Placement, **extra: 
 def load_placement(path: str | os.PathLike[str]) -> Placement:
     """Read a placement file written by :func:`save_placement`."""
     where = str(path)
+    text = read_input_text(path, "a placement JSON file")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(where, f"cannot read ({exc.strerror})", "a placement JSON file") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where} line {exc.lineno}", f"invalid JSON: {exc.msg}", None) from None
     if not isinstance(data, dict) or data.get("format") != "grapeshot-placement":
