@@ -13,7 +13,7 @@ from grapeshot.jobs.simulate import Machine, simulate
 from grapeshot.jobs.study import run_study
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
-from grapeshot.report.repro import paper_consistency
+from grapeshot.report.repro_coare import paper_consistency
 from tests.jobs.helpers import random_jobs
 
 

@@ -74,6 +74,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "show",
         "Say what a file is (trace, run record, placement) and print its sizes and metrics.",
     ),
+    "map": (
+        "map",
+        "Map communicating tasks onto a machine's cores (TreeMatch, graph partitioners, ...).",
+    ),
+    "exchange": (
+        "exchange",
+        "Schedule an irregular all-to-many exchange (AC, LP, RS_N, RS_NH, DRS_N, NBX) and time "
+        "it on MPI or predict it on a modelled machine.",
+    ),
+    "zmodel": (
+        "zmodel",
+        "Run Beatnik's Z-Model of a Rayleigh-Taylor interface on MPI ranks.",
+    ),
+    "charm-compare": (
+        "charm_compare",
+        "Run Charm++'s load balancers (through charm4py) beside grapeshot's on one step's loads.",
+    ),
 }
 
 

@@ -22,8 +22,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numba import njit
+from scipy import sparse
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.machine import Machine
 
 
 @runtime_checkable
@@ -53,6 +55,8 @@ class DynamicStrategy(Protocol):
         node_of: np.ndarray,
         cores: np.ndarray,
         state_bytes: np.ndarray,
+        comm: sparse.csr_array | None = None,
+        machine: Machine | None = None,
     ) -> np.ndarray | None:
         """Propose a placement for the steps from ``step`` on.
 
@@ -68,6 +72,12 @@ class DynamicStrategy(Protocol):
             int64, ``(nodes,)``: cores per node.
         state_bytes
             int64, ``(P,)``: bytes moving each partition would cost.
+        comm
+            float64, ``(P, P)`` symmetric sparse: bytes the two partitions exchange per step
+            (their halo graph), or ``None`` where the caller has none; comm-aware and
+            topology-aware strategies need it.
+        machine
+            The machine the nodes belong to (cores, node tree, network), or ``None``.
 
         Returns
         -------
@@ -165,6 +175,8 @@ class ReactiveGreedy:
         node_of: np.ndarray,
         cores: np.ndarray,
         state_bytes: np.ndarray,
+        comm: sparse.csr_array | None = None,
+        machine: Machine | None = None,
     ) -> np.ndarray | None:
         """Greedy moves on the mean measured load (see the class docstring)."""
         load = np.ascontiguousarray(np.asarray(loads, dtype=np.float64).mean(axis=0))
