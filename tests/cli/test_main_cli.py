@@ -100,3 +100,32 @@ def test_lif_imports_no_plotting_nor_mpi() -> None:
     mods = _imported_by("lif", "--nodes", "16", "--parts-per-node", "8", "--busy", "0.5")
     for name in set(HEAVY) - {"numba"}:
         assert name not in mods, name
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (("lif", "--nodes", "x"), ("grapeshot lif: error: invalid value for '--nodes'",)),
+        (("lif", "--bogus"), ("grapeshot lif: error: no such option: --bogus",)),
+        (("nope",), ("grapeshot: error: no such command 'nope'",)),
+        (("place",), ("grapeshot place: error: missing option",)),
+    ],
+)
+def test_usage_errors_are_one_line(args: tuple[str, ...], names: tuple[str, ...]) -> None:
+    result = run_main(*args)
+    assert result.code == 2 and result.out == ""
+    lines = result.err.splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(names[0]) and lines[0].endswith("--help')")
+
+
+@pytest.mark.mpi
+def test_a_command_without_mpi_runs_once_under_mpiexec() -> None:
+    from tests.mpi_harness import run_mpi
+
+    args = ["-m", "grapeshot.cli.main", "lif", "--nodes", "4", "--parts-per-node", "8",
+            "--busy", "0.5", "--json"]  # fmt: skip
+    proc = run_mpi(2, args, timeout=120)
+    assert len(proc.stdout.strip().splitlines()) == 1  # one rank printed, not two
+    assert json.loads(proc.stdout)["nodes"] == 4
+    assert proc.stderr.count("warning: 'lif' does not use MPI") == 1

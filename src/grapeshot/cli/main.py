@@ -8,6 +8,7 @@ from :data:`COMMANDS` without importing any of them.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from functools import cache
 from typing import Any
@@ -175,16 +176,73 @@ def _root(
     """The options of ``grapeshot`` itself (before the command)."""
 
 
+#: Commands that use MPI ranks when started under ``mpiexec``; every other command runs whole
+#: in one process, so under ``mpiexec -n N`` only rank 0 runs it (N copies would print N
+#: times and write the same files at once).
+MPI_COMMANDS = frozenset({"run", "exchange", "zmodel", "map"})
+
+
+def _launcher_rank() -> tuple[int, int]:
+    """(rank, size) from the MPI launcher's environment (MPICH, Open MPI), else (0, 1).
+
+    Read without importing mpi4py, which would start MPI for commands that do not use it.
+    """
+    for rank_var, size_var in (("PMI_RANK", "PMI_SIZE"),
+                               ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")):  # fmt: skip
+        try:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+        except (KeyError, ValueError):
+            continue
+    return 0, 1
+
+
+def _only_rank_zero(args: list[str]) -> bool:
+    """True when this process should stop: a non-MPI command under ``mpiexec -n N > 1``."""
+    rank, size = _launcher_rank()
+    command = next((a for a in args if not a.startswith("-")), None)
+    if size <= 1 or command is None or command not in COMMANDS or command in MPI_COMMANDS:
+        return False
+    if rank == 0:
+        sys.stderr.write(
+            f"grapeshot: warning: '{command}' does not use MPI; rank 0 runs it and the other "
+            f"{size - 1} rank(s) exit (run it without mpiexec)\n"
+        )
+    return rank != 0
+
+
+#: click's error base class, whichever click typer ships (it vendors one in recent versions).
+_CLICK_ERRORS = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; a :class:`GrapeshotError` becomes one line on stderr and exit 2."""
     from grapeshot.cli.vocabulary import check_renamed
 
+    args = sys.argv[1:] if argv is None else argv
+    if _only_rank_zero(args):
+        return
     try:
-        check_renamed(sys.argv[1:] if argv is None else argv)
-        app(args=argv, prog_name="grapeshot")
+        check_renamed(args)
+        # Not standalone: click's own usage errors come back here to be printed as one line.
+        code = app(args=argv, prog_name="grapeshot", standalone_mode=False)
     except GrapeshotError as exc:
         sys.stderr.write(f"grapeshot: error: {exc}\n")
         sys.exit(2)
+    except _CLICK_ERRORS as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" or exc.format_message().startswith("Usage:"):
+            exc.show()  # bare ``grapeshot``: the overview, as before
+            sys.exit(0 if exc.exit_code is None else exc.exit_code)
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "grapeshot"
+        message = " ".join(exc.format_message().split()).rstrip(".")
+        sys.stderr.write(f"{where}: error: {message[:1].lower()}{message[1:]} "
+                         f"(see '{where} --help')\n")  # fmt: skip
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.stderr.write("grapeshot: interrupted\n")
+        sys.exit(130)
+    if isinstance(code, int) and not isinstance(code, bool) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":
