@@ -80,23 +80,47 @@ def machine_from_dict(data: dict[str, Any], path: str = "<machine>") -> Machine:
                     f"{path}: network.{name}", f"given but topology is {topology!r}", None
                 )
             params = dict(table)
+    levels = node["levels"]
+    if not isinstance(levels, list) or not all(
+        isinstance(level, list) and len(level) == 2 for level in levels
+    ):
+        raise InputError(f"{path}: node.levels", f"got {levels!r}", "a list of [name, count] pairs")
+    numbering = node.get("core_numbering")
+    if numbering is not None and not (
+        isinstance(numbering, list) and all(type(i) is int for i in numbering)
+    ):
+        raise InputError(f"{path}: node.core_numbering", f"got {numbering!r}",
+                         "a list of core indices")  # fmt: skip
+    node_cores = data.get("node_cores")
+    if node_cores is not None and not isinstance(node_cores, list):
+        raise InputError(f"{path}: node_cores", f"got {node_cores!r}", "a list of core counts")
+    # Each part is built apart so that a malformed value is reported under its own field.
+    parts: list[tuple[str, Any]] = [
+        ("node", lambda: NodeTree(levels=tuple(tuple(level) for level in levels),
+                                  core_numbering=numbering)),
+        ("network" + (f".{section}" if params else ""),
+         lambda: Network(**network, params=params)),
+    ]  # fmt: skip
+    built: dict[str, Any] = {}
+    for where, make in parts:
+        try:
+            built[where.split(".")[0]] = make()
+        except InputError as exc:
+            raise InputError(f"{path}: {exc.where}", exc.problem, exc.expected) from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InputError(f"{path}: {where}", f"malformed ({exc})", None) from None
     try:
         return Machine(
             name=data["name"] if isinstance(data["name"], str) else str(data["name"]),
             nodes=data["nodes"],
-            node=NodeTree(
-                levels=tuple(tuple(level) for level in node["levels"])
-                if isinstance(node["levels"], list)
-                else node["levels"],
-                core_numbering=node.get("core_numbering"),
-            ),
-            network=Network(**network, params=params),
-            node_cores=tuple(data["node_cores"]) if "node_cores" in data else None,
+            node=built["node"],
+            network=built["network"],
+            node_cores=None if node_cores is None else tuple(node_cores),
         )
     except InputError as exc:
         raise InputError(f"{path}: {exc.where}", exc.problem, exc.expected) from None
-    except TypeError as exc:
-        raise InputError(f"{path}", f"malformed machine description ({exc})", None) from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InputError(f"{path}: nodes", f"malformed machine description ({exc})", None) from None
 
 
 def load_machine_file(path: str | os.PathLike[str]) -> Machine:

@@ -56,10 +56,14 @@ class Placement:
             raise InputError("node_of", "has nodes out of range", f"[0, {self.nodes})")
         object.__setattr__(self, "node_of", node_of.astype(np.int32, copy=False))
         if self.core_of is not None:
-            core_of = np.asarray(self.core_of, dtype=np.int32)
-            if core_of.shape != node_of.shape:
-                raise InputError("core_of", f"has shape {core_of.shape}", f"{node_of.shape}")
-            object.__setattr__(self, "core_of", core_of)
+            core_of = np.asarray(self.core_of)
+            if core_of.shape != node_of.shape or not np.issubdtype(core_of.dtype, np.integer):
+                raise InputError(
+                    "core_of", f"has shape {core_of.shape}", f"{node_of.shape} integers"
+                )
+            if len(core_of) and (core_of.min() < 0 or core_of.max() > np.iinfo(np.int32).max):
+                raise InputError("core_of", "has cores out of range", "indices >= 0")
+            object.__setattr__(self, "core_of", core_of.astype(np.int32, copy=False))
 
     @property
     def n_parts(self) -> int:
@@ -112,7 +116,7 @@ def load_placement(path: str | os.PathLike[str]) -> Placement:
             seed=data.get("seed"),
             core_of=None if data.get("core_of") is None else np.asarray(data["core_of"]),
         )
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         if isinstance(exc, InputError):
             raise InputError(f"{where}: {exc.where}", exc.problem, exc.expected) from None
         raise InputError(where, f"malformed placement ({exc})", None) from None
