@@ -129,3 +129,24 @@ def test_a_command_without_mpi_runs_once_under_mpiexec() -> None:
     assert len(proc.stdout.strip().splitlines()) == 1  # one rank printed, not two
     assert json.loads(proc.stdout)["nodes"] == 4
     assert proc.stderr.count("warning: 'lif' does not use MPI") == 1
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3, 0.6])
+def test_ctrl_c_at_any_moment_of_start_up_is_quiet(delay: float) -> None:
+    # Whenever the interrupt lands (imports, parsing, the command), one line or none, no
+    # traceback; the delay only spreads the attempts over the start-up.
+    import signal
+    import time
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "grapeshot"
+    proc = subprocess.Popen(
+        [str(script), "lif", "--nodes", "4096", "--parts-per-node", "64", "--busy", "0.6"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert proc.returncode in (0, 130), (proc.returncode, err)
+    assert len(err.strip().splitlines()) <= 1, err
