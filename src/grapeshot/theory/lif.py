@@ -35,7 +35,7 @@ import numpy as np
 
 from grapeshot.model.errors import InputError, check_positive_int, check_probability
 from grapeshot.model.seed import SeedLike, as_generator
-from grapeshot.theory import binomial_max
+from grapeshot.theory import binomial_scalar
 
 Model = Literal["binomial", "fixed-count"]
 Method = Literal["exact", "monte-carlo"]
@@ -359,6 +359,8 @@ def max_cdf(
     if model == "binomial":
         if p == 1.0:
             return k, (k >= s).astype(float), float(s)
+        from grapeshot.theory import binomial_max  # numba: only for whole distributions
+
         lo, log_f = binomial_max.binomial_log_cdf(s, p)
         cdf = np.zeros(s + 1)
         hi = lo + log_f.shape[0] - 1
@@ -476,14 +478,14 @@ def _binomial_exact(n: int, s: int, p: float, quantiles: tuple[float, ...]) -> t
         return 0.0, dict.fromkeys(quantiles, 0.0)
     mu = p * s
     # n == 1: the "maximum" is the one node's count, whose mean is p s exactly.
-    mean = 0.0 if n == 1 else binomial_max.max_excess(float(n), s, p) / mu
-    qs = {q: binomial_max.max_quantile_k(float(n), s, p, q) / mu - 1.0 for q in quantiles}
+    mean = 0.0 if n == 1 else binomial_scalar.max_excess(float(n), s, p) / mu
+    qs = {q: binomial_scalar.max_quantile_k(float(n), s, p, q) / mu - 1.0 for q in quantiles}
     return mean, qs
 
 
 def _cdf_quantiles(cdf: np.ndarray, mean_busy: float, quantiles: tuple[float, ...]) -> dict:
     # Same tie rule as the binomial kernel: within QUANTILE_SLACK of q counts as reaching it.
-    slack = 1.0 - binomial_max.QUANTILE_SLACK
+    slack = 1.0 - binomial_scalar.QUANTILE_SLACK
     return {q: int(np.argmax(cdf >= q * slack)) / mean_busy - 1.0 for q in quantiles}
 
 
@@ -588,6 +590,11 @@ def expected_lif(
     return result(exact[0], 0.0, exact[1], "exact")
 
 
+#: Sum of sqrt(s) over the s asked of :func:`exact_lif` up to which the interpreted kernel is
+#: used (about 0.1 s of work, a fifth of numba's import).
+_INTERPRETED_WALK_BUDGET = 50_000.0
+
+
 def exact_lif(
     nodes: int,
     parts_per_node: Sequence[int] | np.ndarray,
@@ -630,6 +637,15 @@ def exact_lif(
     if p == 1.0 or n == 1:
         return np.zeros(s_arr.shape[0])
     if model == "binomial":
+        # The walk of one s visits ~sqrt(s) values of k. Interpreted, that is ~2 µs each:
+        # below the budget the answer comes sooner than numba's import (both give the same
+        # bits, tests/theory/test_binomial_paths.py).
+        if float(np.sqrt(s_arr).sum()) <= _INTERPRETED_WALK_BUDGET:
+            return np.array(
+                [binomial_scalar.max_excess(float(n), int(s), p) / (p * int(s)) for s in s_arr]
+            )
+        from grapeshot.theory import binomial_max  # numba: thousands of s at a time
+
         return binomial_max.lif_many(float(n), s_arr, p)
     out = np.empty(s_arr.shape[0])
     for i, s in enumerate(s_arr):
@@ -741,6 +757,8 @@ def eq2_bias_map(
         )
     eq2 = np.broadcast_to(eq2, shape).copy()
     if model == "binomial":
+        from grapeshot.theory import binomial_max
+
         exact = binomial_max.lif_grid(n_arr, s_arr, p_arr)
         return BiasMap(n_arr, s_arr, p_arr, model, exact, eq2)
     exact = np.full(shape, np.nan)
