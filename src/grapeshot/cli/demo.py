@@ -13,7 +13,7 @@ from grapeshot.cli.output import console, emit_json, err_console
 
 def demo_command(
     out_dir: Annotated[
-        Path, typer.Option("--out-dir", help="Where the figure and the run record go.")
+        Path, typer.Option("--out-dir", help="Where the two figures and the run record go.")
     ] = Path("grapeshot-demo"),
     steps: Annotated[
         int, typer.Option("--steps", help="Steps of the real and simulated runs.", min=2)
@@ -35,7 +35,10 @@ def demo_command(
     `ec2-c4.8xlarge`, at 1, 2, 4 and 8 partitions per core, with the cost per wet cell
     and the runtime's overheads fitted from the real Birdshot run.
 
-    Takes a minute or two; writes one figure and prints one table.
+    Takes a minute or two. Writes DIR/demo.png (the three parts side by side),
+    DIR/placement-node-load.png (load per node and step of both placements) and
+    DIR/birdshot-run.h5 (the real Birdshot run's record, a few MB: `grapeshot show` reads it);
+    prints one table.
     """
     from grapeshot.report.slice_demo import SIM_NODES, run_slice
 
