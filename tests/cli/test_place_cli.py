@@ -161,3 +161,13 @@ def test_workload_with_missing_dataset_exit_2(capsys, tmp_path) -> None:
         del f["halo/indices"]
     r = run_cli(capsys, "place", "--trace", str(path), "--machine", "cm5", "--strategy", "birdshot")
     assert r.code == 2 and "dataset 'halo/indices': missing" in r.err
+
+
+def test_more_nodes_than_partitions_is_warned(capsys: pytest.CaptureFixture[str]) -> None:
+    res = run_cli(capsys, "place", "--synthetic", "dambreak:parts=4x4,steps=2",
+                  "--machine", "ec2-c4.8xlarge", "--nodes", "100", "--json")  # fmt: skip
+    assert res.code == 0
+    assert res.err.strip() == (
+        "grapeshot place: warning: 16 partitions on 100 nodes: 84 nodes get none "
+        "(0.00889 per core); fewer --nodes, or a finer partition grid"
+    )

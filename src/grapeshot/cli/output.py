@@ -28,3 +28,9 @@ def emit_json(payload: dict[str, Any]) -> None:
     """Print ``payload`` as one JSON document on standard output."""
     sys.stdout.write(json.dumps(payload, default=_default) + "\n")
     sys.stdout.flush()
+
+
+def warn(command: str, message: str) -> None:
+    """One line on standard error: ``grapeshot COMMAND: warning: MESSAGE`` (also under --json)."""
+    sys.stderr.write(f"grapeshot {command}: warning: {message}\n")
+    sys.stderr.flush()

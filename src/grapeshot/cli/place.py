@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from grapeshot.cli.output import console, emit_json
+from grapeshot.cli.output import console, emit_json, warn
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.placement import placement_metrics, save_placement
 from grapeshot.model.source import open_workload
@@ -69,6 +69,10 @@ def place_command(
         return
     wl = open_workload(trace, synthetic)
     m = load_machine(machine, nodes)
+    if wl.n_parts < m.nodes:
+        warn("place", f"{wl.n_parts} partitions on {m.nodes} nodes: {m.nodes - wl.n_parts} "
+                      f"nodes get none ({wl.n_parts / m.total_cores:.3g} per core); fewer "
+                      "--nodes, or a finer partition grid")  # fmt: skip
     placement = place(wl, m, strategy, seed=seed)
     metrics = placement_metrics(placement, wl, m)
     summary = {
