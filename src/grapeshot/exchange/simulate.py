@@ -1,0 +1,265 @@
+"""Predict an exchange's time on a modelled machine, through :mod:`grapeshot.sim.network`.
+
+Each message goes through :meth:`NetworkModel.transmit` (NIC serialisation, shared links on
+fat trees and tori, one message at a time per receiver under ``node_contention``), called in
+the order the messages become ready, so every resource is served first come, first served.
+What decides when a message becomes ready is the algorithm:
+
+``ac``        Each sender sends its messages back to back in its random order, all at time 0
+              onwards; a sender waits for its NIC (and, under node contention, for the
+              receiver: head-of-line blocking, the CM-5's behaviour).
+``lp``, ``rsn``, ``rsnh``
+              Loosely synchronous phases: a transfer of phase ``p`` starts once its sender and
+              its receiver have both finished their phase ``p - 1`` transfers.
+``drsn``      Each sender inquires (test-and-set) at its next pending receiver; the inquiry
+              reaches it ``tas_latency`` later. A free receiver is reserved, the answer
+              returns, the message follows and a reset reaches the receiver ``tas_latency``
+              after delivery; a busy one answers "busy" (and its reception is delayed by
+              ``am_cost``, the handler's time) and the sender tries its next pending
+              receiver; after a full round of refusals it backs off (doubling, from one round
+              trip). ``tries`` counts the inquiries.
+``nbx``       The messages of AC plus one nonblocking barrier after the last send is matched
+              (a dissemination barrier: ``ceil(log2 n)`` small-message latencies).
+``alltoallv`` MPICH's ``scattered`` algorithm (AC with every rank starting at a different peer,
+              ``rank + 1, rank + 2, ...``), one round.
+``neighbor``  Post-everything over the graph neighbours (MPICH and Open MPI): AC in rank order.
+
+No CPU time is modelled (packing, matching, the schedule's own computation): the scheduling
+cost is reported separately by :mod:`grapeshot.exchange.plan`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from grapeshot.exchange.pattern import Pattern
+from grapeshot.exchange.schedules import ALGORITHMS, TABLE_ALGORITHMS, Schedule, make_schedule
+from grapeshot.model.machine import Machine
+from grapeshot.model.seed import SeedLike, as_generator
+from grapeshot.sim.network import NetworkModel, network_model
+
+
+@dataclass(frozen=True)
+class SimulatedExchange:
+    """Predicted outcome of one exchange.
+
+    Attributes
+    ----------
+    algorithm
+        Its name.
+    seconds
+        Time until the last byte is delivered (and, for ``nbx``, the barrier is done).
+    phases
+        Phases of the schedule table (0 for the table-less algorithms).
+    tries
+        Test-and-set inquiries (``drsn``), else 0.
+    finish
+        ``(n,)`` seconds: when each rank is done sending and receiving.
+    """
+
+    algorithm: str
+    seconds: float
+    phases: int
+    tries: int
+    finish: np.ndarray
+
+
+def _model(machine: Machine | NetworkModel, n: int) -> NetworkModel:
+    if isinstance(machine, NetworkModel):
+        net = machine
+    else:
+        net = network_model(machine if machine.nodes == n else machine.with_nodes(n))
+    if net.machine.nodes != n:
+        raise ValueError(f"the network has {net.machine.nodes} nodes, the pattern {n} ranks")
+    return net
+
+
+def _phased(net: NetworkModel, schedule: Schedule) -> tuple[float, np.ndarray]:
+    state = net.new_state()
+    ready = np.zeros(schedule.n)
+    ph, src, dst, nb = schedule.phase, schedule.src, schedule.dst, schedule.nbytes
+    bounds = np.searchsorted(ph, np.arange(schedule.n_phases + 1))
+    for p in range(schedule.n_phases):
+        lo, hi = bounds[p], bounds[p + 1]
+        if lo == hi:
+            continue
+        s, d, b = src[lo:hi], dst[lo:hi], nb[lo:hi]
+        start = np.maximum(ready[s], ready[d])
+        new = ready.copy()
+        for k in np.argsort(start, kind="stable"):
+            end = net.transmit(state, int(s[k]), int(d[k]), float(b[k]), float(start[k]))
+            # The sender is free when its NIC is; the receiver once the message is in.
+            new[s[k]] = max(new[s[k]], state.send_free[s[k]])
+            new[d[k]] = max(new[d[k]], end)
+        ready = new
+    return float(ready.max(initial=0.0)), ready
+
+
+def _back_to_back(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]]):
+    """Each sender sends its ``(dst, bytes)`` list in order, the next when its NIC frees."""
+    state = net.new_state()
+    finish = np.zeros(n)
+    heap = [(0.0, i, 0) for i in range(n) if orders[i]]
+    heapq.heapify(heap)
+    while heap:
+        t, i, k = heapq.heappop(heap)
+        dst, b = orders[i][k]
+        end = net.transmit(state, i, dst, float(b), t)
+        finish[dst] = max(finish[dst], end)
+        finish[i] = max(finish[i], float(state.send_free[i]))
+        if k + 1 < len(orders[i]):
+            heapq.heappush(heap, (float(state.send_free[i]), i, k + 1))
+    return float(finish.max(initial=0.0)), finish
+
+
+def _orders_from_schedule(schedule: Schedule) -> list[list[tuple[int, int]]]:
+    orders: list[list[tuple[int, int]]] = [[] for _ in range(schedule.n)]
+    for s, d, b in zip(
+        schedule.src.tolist(), schedule.dst.tolist(), schedule.nbytes.tolist(), strict=True
+    ):
+        orders[s].append((d, b))
+    return orders
+
+
+def _drsn(
+    net: NetworkModel,
+    com: np.ndarray,
+    rng: np.random.Generator,
+    tas_latency: float,
+    am_cost: float,
+):
+    n = com.shape[0]
+    state = net.new_state()
+    busy_until = np.zeros(n)
+    finish = np.zeros(n)
+    pending = [list(rng.permutation(np.flatnonzero(com[i]))) for i in range(n)]
+    backoff = np.zeros(n)
+    # Events: (time the inquiry reaches its target, sender, index into the pending list).
+    heap = [(tas_latency, i, 0) for i in range(n) if pending[i]]
+    heapq.heapify(heap)
+    tries = 0
+    while heap:
+        t, i, k = heapq.heappop(heap)
+        tries += 1
+        todo = pending[i]
+        dst = int(todo[k])
+        if busy_until[dst] > t:
+            # The inquiry interrupts the receiver (its handler runs on the CPU that drains the
+            # network on the CM-5): the message it is receiving ends ``am_cost`` later.
+            busy_until[dst] += am_cost
+            state.recv_free[dst] += am_cost
+            finish[dst] = max(finish[dst], busy_until[dst] - tas_latency)
+            nxt = (k + 1) % len(todo)
+            again = t + 2 * tas_latency
+            if nxt == 0:
+                # Refused by every pending receiver: back off (doubling, from one round trip)
+                # before the next round of inquiries - the paper's optional delay.
+                backoff[i] = 2 * tas_latency if backoff[i] == 0 else 2 * backoff[i]
+                again += backoff[i]
+            heapq.heappush(heap, (again, i, nxt))
+            continue
+        backoff[i] = 0.0
+        end = net.transmit(state, i, dst, float(com[i, dst]), t + tas_latency)
+        busy_until[dst] = end + tas_latency
+        finish[dst] = max(finish[dst], end)
+        finish[i] = max(finish[i], end)
+        todo.pop(k)
+        if todo:
+            heapq.heappush(heap, (end + tas_latency, i, k % len(todo)))
+    return float(finish.max(initial=0.0)), finish, tries
+
+
+def simulate_exchange(
+    pattern: Pattern | np.ndarray,
+    algorithm: str,
+    machine: Machine | NetworkModel,
+    *,
+    seed: SeedLike = 0,
+    schedule: Schedule | None = None,
+    tas_latency: float | None = None,
+    am_cost: float = 0.0,
+) -> SimulatedExchange:
+    """Predict one exchange of ``pattern`` by ``algorithm`` on ``machine``.
+
+    Parameters
+    ----------
+    pattern
+        The exchange (``COM`` in bytes); its ``n`` ranks map to nodes ``0 .. n - 1`` (the
+        machine is resized to ``n`` nodes if needed).
+    algorithm
+        One of :data:`grapeshot.exchange.schedules.ALGORITHMS`.
+    seed
+        Seed of the schedule's (or the protocol's) random choices.
+    schedule
+        A table built beforehand (plan once, run many); made here if None.
+    tas_latency
+        One-way time of a test-and-set inquiry or reset (``drsn``), seconds; default the
+        machine's latency.
+    am_cost
+        Seconds an inquiry delays the message its busy target is receiving (``drsn``; the
+        CM-5's Active Message handler, 1.7 us in the paper's section 2.3).
+    """
+    com = pattern.com if isinstance(pattern, Pattern) else np.asarray(pattern, dtype=np.int64)
+    n = com.shape[0]
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown exchange algorithm {algorithm!r}; one of {ALGORITHMS}")
+    net = _model(machine, n)
+    lat = float(net.net_f[0])
+    rng = as_generator(seed)
+    if algorithm in TABLE_ALGORITHMS:
+        sched = schedule if schedule is not None else make_schedule(com, algorithm, seed=rng)
+        if sched.synchronous:
+            total, finish = _phased(net, sched)
+        else:
+            total, finish = _back_to_back(net, n, _orders_from_schedule(sched))
+        return SimulatedExchange(
+            algorithm, total, sched.n_phases if sched.synchronous else 0, 0, finish
+        )
+    if algorithm == "drsn":
+        tl = lat if tas_latency is None else float(tas_latency)
+        total, finish, tries = _drsn(net, com, rng, tl, float(am_cost))
+        return SimulatedExchange(algorithm, total, 0, tries, finish)
+    if algorithm == "nbx":
+        sched = make_schedule(com, "ac", seed=rng)
+        total, finish = _back_to_back(net, n, _orders_from_schedule(sched))
+        # Ibarrier after the last Issend is matched: ceil(log2 n) rounds of small messages.
+        total += math.ceil(math.log2(max(n, 2))) * lat
+        return SimulatedExchange(algorithm, total, 0, 0, finish)
+    if algorithm == "alltoallv":
+        orders = [
+            [((i + k) % n, int(com[i, (i + k) % n])) for k in range(1, n) if com[i, (i + k) % n]]
+            for i in range(n)
+        ]
+    else:  # neighbor: post everything in neighbour (rank) order
+        orders = [[(int(j), int(com[i, j])) for j in np.flatnonzero(com[i])] for i in range(n)]
+    total, finish = _back_to_back(net, n, orders)
+    return SimulatedExchange(algorithm, total, 0, 0, finish)
+
+
+def simulate_contention(
+    machine: Machine | NetworkModel, d: int, nbytes: int, *, receiver: int | None = None
+) -> dict[str, float]:
+    """Table 2: ranks ``0 .. d-1`` each send ``nbytes`` to one receiver at time 0.
+
+    Returns seconds: ``recv`` (the receiver's last delivery) and the senders' ``max``, ``min``
+    and ``ave`` completion times.
+    """
+    net = machine if isinstance(machine, NetworkModel) else network_model(machine)
+    n = net.machine.nodes
+    r = n - 1 if receiver is None else receiver
+    state = net.new_state()
+    ends = []
+    for i in range(d):
+        net.transmit(state, i, r, float(nbytes), 0.0)
+        ends.append(float(state.send_free[i]))
+    ends_a = np.asarray(ends)
+    return {
+        "recv": float(state.recv_free[r]),
+        "max": float(ends_a.max()),
+        "min": float(ends_a.min()),
+        "ave": float(ends_a.mean()),
+    }
