@@ -138,10 +138,11 @@ def test_a_command_without_mpi_runs_once_under_mpiexec() -> None:
     assert proc.stderr.count("warning: 'lif' does not use MPI") == 1
 
 
-@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3, 0.6])
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
 def test_ctrl_c_at_any_moment_of_start_up_is_quiet(delay: float) -> None:
     # Whenever the interrupt lands (imports, parsing, the command), one line or none, no
-    # traceback; the delay only spreads the attempts over the start-up.
+    # traceback; the delay only spreads the attempts over the start-up. The interpreter's own
+    # start (tens of ms, before any grapeshot code runs) is left out: nothing can catch there.
     import signal
     import time
     from pathlib import Path
