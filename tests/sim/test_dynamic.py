@@ -25,7 +25,7 @@ class Scripted:
         self.plans = plans
         self.calls: list[tuple[int, tuple[int, ...]]] = []
 
-    def rebalance(self, *, step, loads, node_of, cores, state_bytes):
+    def rebalance(self, *, step, loads, node_of, cores, state_bytes, comm=None, machine=None):
         self.calls.append((step, loads.shape))
         return self.plans.get(step)
 
@@ -131,7 +131,7 @@ class Recorder:
         self.name, self.initial, self.interval = inner.name, inner.initial, inner.interval
         self.moved_bytes = 0
 
-    def rebalance(self, *, step, loads, node_of, cores, state_bytes):
+    def rebalance(self, *, step, loads, node_of, cores, state_bytes, comm=None, machine=None):
         old = node_of.copy()
         new = self.inner.rebalance(
             step=step, loads=loads, node_of=node_of, cores=cores, state_bytes=state_bytes

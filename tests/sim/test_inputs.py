@@ -96,9 +96,9 @@ def test_work_units_need_a_calibration() -> None:
 
 def test_unknown_strategy_lists_the_valid_ones() -> None:
     machine = load_machine("ec2-c4.8xlarge", 2)
-    with pytest.raises(InputError, match="geometric, cyclic, sfc, birdshot, reactive"):
+    with pytest.raises(InputError, match=r"geometric, cyclic, sfc, birdshot, .*reactive"):
         run_sweep(WorkloadSource(spec="uniform:parts=6x6"), machine, ["annealing"], [1])
-    assert strategy_names()[-1] == "reactive"
+    assert {"reactive", "refine", "speculative", "birdshot-dynamic"} <= set(strategy_names())
 
 
 def test_bad_hop_latency_for_the_network() -> None:

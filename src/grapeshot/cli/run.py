@@ -64,6 +64,41 @@ def placed_strategy(placement: Path | None, strategy: str | None, n_parts: int, 
     return fixed_strategy(fixed.node_of)
 
 
+def dynamic_for_run(strategy: str | None, seed: int, **options: Any) -> Any:
+    """The dynamic strategy ``--strategy`` names (with ``--interval`` ...), or ``None``.
+
+    Raises
+    ------
+    InputError
+        If a dynamic option is given without a dynamic strategy that takes it, or the
+        strategy needs a coarse shadow run (speculative), which ``run``'s apps do not have.
+    """
+    from grapeshot.place.dynamic import (
+        DYNAMIC_STRATEGIES,
+        factory_keywords,
+        make_dynamic_strategy,
+    )
+
+    given = {k: v for k, v in options.items() if v is not None}
+    if strategy not in DYNAMIC_STRATEGIES:
+        for key in given:
+            raise InputError(
+                f"--{key}", f"given with the static strategy {strategy or 'birdshot'}",
+                "a dynamic --strategy (docs/dynamic.md)",
+            )  # fmt: skip
+        return None
+    if "seed" in factory_keywords(strategy):
+        given.setdefault("seed", seed)
+    dynamic = make_dynamic_strategy(strategy, **given)
+    if getattr(dynamic, "needs_shadow", False):
+        raise InputError(
+            f"--strategy {strategy}",
+            "needs a coarse shadow run of the app, which sph, swe and wavefront do not have",
+            "grapeshot simulate --trace FLIP.h5 --strategy speculative",
+        )
+    return dynamic
+
+
 def migration_line(m: Any) -> str:
     """One printed line per migration: step, partitions moved, bytes, seconds, per-rank counts."""
 
@@ -87,8 +122,34 @@ def run_command(
     strategy: Annotated[
         str | None,
         typer.Option(
-            "--strategy", help="Placement: geometric, cyclic, sfc, birdshot (the default)."
+            "--strategy",
+            help="Placement: geometric, cyclic, sfc, birdshot (the default), or a dynamic "
+            "strategy that migrates partitions during the run: reactive, greedy, refine, "
+            "greedy-refine, greedy-comm, refine-comm, birdshot-dynamic, birdshot-best-of-k "
+            "(docs/dynamic.md).",
         ),
+    ] = None,
+    interval: Annotated[
+        int | None,
+        typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold", help="Dynamic strategies: tolerated load over the average (fraction)."
+        ),
+    ] = None,
+    balancer: Annotated[
+        str | None,
+        typer.Option(
+            "--balancer",
+            help="reactive: how it rebalances: pairwise (default), affine ([SHQL18]), greedy, "
+            "refine, greedy-refine, greedy-comm, refine-comm.",
+        ),
+    ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option("--window", help="speculative: steps of forecast (needs a shadow run)."),
     ] = None,
     placement: Annotated[
         Path | None,
@@ -119,6 +180,14 @@ def run_command(
         str,
         typer.Option("--reduction", help="Global reductions: mpi, linear or binomial."),
     ] = "mpi",
+    exchange: Annotated[
+        str,
+        typer.Option(
+            "--exchange",
+            help="How migrating particles travel between ranks: ac (post everything; the "
+            "default), lp, rsn, rsnh, drsn, nbx, alltoallv or neighbor (docs/exchange.md).",
+        ),
+    ] = "ac",
     migrate_at: Annotated[
         int | None,
         typer.Option(
@@ -180,6 +249,16 @@ def run_command(
             n_threads = threads
             if n_threads < 1:
                 raise InputError("--threads", f"got {n_threads}", "an integer >= 1")
+            dynamic = dynamic_for_run(
+                strategy,
+                seed,
+                interval=interval,
+                threshold=threshold,
+                window=window,
+                balancer=balancer,
+            )
+            if dynamic is not None:
+                strategy = dynamic.initial
             chosen = placed_strategy(placement, strategy, program.n_parts, comm.Get_size())
             migrations: list[dict[str, Any]] = []
 
@@ -205,18 +284,22 @@ def run_command(
                     threads=n_threads,
                     executor=executor,
                     reduction=reduction,
+                    exchange=exchange,
                     migrate_at=migrate_at,
                     timeout=timeout,
                     on_step=(lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None,
                     # A record is what the simulator calibrates on: add the network's own figures.
                     probe_network=record is not None,
                     on_migrate=on_migrate,
+                    dynamic=dynamic,
                 )
             if outcome is None:
                 return
             if placement is not None:
                 outcome.summary["strategy"] = f"placement {placement}"
-            if migrate_at is not None:
+            if dynamic is not None:
+                outcome.summary["strategy"] = dynamic.name
+            if migrate_at is not None or dynamic is not None:
                 outcome.summary["migrations"] = migrations
             if record is not None:
                 write_run_record(record, program, outcome)

@@ -43,8 +43,13 @@ _PARAGRAPHS = (
     "--msg-overhead): these per-partition costs, with the halo traffic that grows with the "
     "partition count, are why too many partitions per core get slower again. --sync adds a "
     "barrier or an allreduce per step, linear (one root) or a binomial tree (--collective). "
-    "The dynamic strategy 'reactive' starts geometric and migrates partitions every 30 steps; "
-    "a move costs the partition's state over the network.",
+    "Dynamic strategies (docs/dynamic.md) rebalance during the run: greedy, refine, "
+    "greedy-refine, greedy-comm, refine-comm (Charm++'s balancers) and reactive every "
+    "--interval steps (30); speculative places on a coarse shadow run of a FLIP trace "
+    "--window steps ahead; birdshot-dynamic swaps two partitions when a node is --threshold "
+    "over the average; birdshot-best-of-k keeps the best of k random placements. Every "
+    "rebalance is an allreduce of the measured loads, and a move costs the partition's "
+    "state over the network.",
     "**Partitions per core.** --ppc k needs exactly nodes × cores × k partitions. A "
     "synthetic SPEC is regenerated over the same domain on the squarest grid with that many "
     "partitions; a trace file is coarsened by merging whole blocks of partitions; anything "
@@ -142,6 +147,29 @@ def sweep_figure(runs: list[Run], *, title: str):
     bx.legend()
     fig.suptitle(title)
     return fig
+
+
+def _dynamic_options(strategies: list[str], **given: Any) -> dict[str, Any]:
+    """The dynamic options given on the command line, checked against the strategies.
+
+    Raises
+    ------
+    InputError
+        If an option is given but no selected strategy takes it (it would be ignored).
+    """
+    from grapeshot.place.dynamic import DYNAMIC_STRATEGIES, factory_keywords
+
+    dynamic = [s for s in strategies if s in DYNAMIC_STRATEGIES]
+    options = {k: v for k, v in given.items() if v is not None}
+    for key in options:
+        takers = [s for s in dynamic if key in factory_keywords(s)]
+        if not takers:
+            raise InputError(
+                f"--{key}",
+                "is not used by any selected strategy",
+                "a dynamic strategy that takes it (docs/dynamic.md)",
+            )
+    return options
 
 
 def simulate_placement(
@@ -273,6 +301,30 @@ def simulate_command(
         float | None,
         typer.Option("--seconds-per-work", help="Seconds per work unit (traces in work units)."),
     ] = None,
+    interval: Annotated[
+        int | None,
+        typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Dynamic strategies: tolerated load over the average, a fraction "
+            "(refine 0.05, birdshot-dynamic 0.1, reactive 0.1).",
+        ),
+    ] = None,
+    balancer: Annotated[
+        str | None,
+        typer.Option(
+            "--balancer",
+            help="reactive: how it rebalances: pairwise (default), affine ([SHQL18]), greedy, "
+            "refine, greedy-refine, greedy-comm, refine-comm.",
+        ),
+    ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option("--window", help="speculative: steps of forecast per placement (30)."),
+    ] = None,
     timeline: Annotated[
         Path | None,
         typer.Option("--timeline", help="Write a Chrome-trace timeline (Perfetto) here."),
@@ -329,6 +381,8 @@ def simulate_command(
         raise InputError("--strategy", f"got {strategy!r}", "comma-separated strategy names")
     for name in strategies:
         check_strategy(name)
+    dynamic_options = _dynamic_options(strategies, interval=interval, threshold=threshold,
+                                       window=window, balancer=balancer)  # fmt: skip
     ppcs = _int_list(ppc, "--ppc")
     steps_ab = _steps(step_range, "--step-range")
     window = _steps(timeline_steps, "--timeline-steps")
@@ -379,7 +433,10 @@ def simulate_command(
         )  # fmt: skip
         runs = [Run(pairs[0][0], pairs[0][1], run.seed, run.parts_shape, run.result)]
     elif as_json or len(pairs) == 1:
-        runs = run_sweep(source, m, strategies, ppcs, seed=seed, options=options, timeline=tl)
+        runs = run_sweep(
+            source, m, strategies, ppcs, seed=seed, options=options, timeline=tl,
+            dynamic_options=dynamic_options,
+        )  # fmt: skip
     else:
         with Progress(
             TextColumn("{task.description}"),
@@ -403,6 +460,7 @@ def simulate_command(
                 options=options,
                 progress=report,
                 timeline=tl,
+                dynamic_options=dynamic_options,
             )
 
     written: list[str] = []

@@ -16,7 +16,7 @@ soon as their node is released.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
@@ -26,6 +26,8 @@ from scipy import sparse
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
+from grapeshot.place.rebalance import BirdshotBestOfK, BirdshotDynamic
+from grapeshot.place.speculative import Speculative
 
 
 @runtime_checkable
@@ -145,6 +147,14 @@ class ReactiveGreedy:
         Cap on the partitions moved per call, as a fraction of all partitions.
     initial
         Static strategy of the first placement.
+    balancer
+        ``"pairwise"`` (the moves above, Birdshot's description of its Reactive baseline),
+        ``"affine"`` ([SHQL18]'s reactive baseline, fluid-sim-lb's ``flip-current-lb``:
+        Speculative's greedy placement with a home preference, made from the most recent
+        step's measured loads; the home of a partition is its node at the first call, i.e.
+        the initial placement), or any balancer of
+        :data:`grapeshot.place.rebalance.BALANCERS` (``greedy``, ``refine``,
+        ``greedy-refine``, ``greedy-comm``, ``refine-comm``) run on the mean load.
     """
 
     interval: int = 30
@@ -152,6 +162,8 @@ class ReactiveGreedy:
     max_moves_fraction: float = 0.05
     initial: str = "geometric"
     name: str = "reactive"
+    balancer: str = "pairwise"
+    _home: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (
@@ -166,6 +178,30 @@ class ReactiveGreedy:
             raise InputError(
                 "reactive max_moves_fraction", f"got {self.max_moves_fraction!r}", "in (0, 1]"
             )
+        from grapeshot.place.rebalance import BALANCERS
+
+        if self.balancer not in ("pairwise", "affine") and self.balancer not in BALANCERS:
+            raise InputError(
+                "reactive balancer",
+                f"got {self.balancer!r}",
+                f"pairwise, affine or one of {', '.join(BALANCERS)}",
+            )
+
+    def start(self, work: np.ndarray, node_of: np.ndarray, cores: np.ndarray) -> np.ndarray:
+        """The first placement, from the work counts of the initial state (``(P,)``).
+
+        With ``balancer="affine"`` the partitions are placed as at every later call, on the
+        counts a run sees before its first step (e.g. fluid cells at t = 0), homes being
+        ``node_of``; the other balancers keep ``node_of``.
+        """
+        if self.balancer != "affine":
+            return np.asarray(node_of)
+        from grapeshot.place.rebalance import check_call
+        from grapeshot.place.speculative import affine_greedy
+
+        loads, nodes, cores = check_call(work, node_of, cores, "reactive")
+        self._home[nodes.size] = nodes.copy()
+        return affine_greedy(loads, nodes, cores)
 
     def rebalance(
         self,
@@ -179,7 +215,25 @@ class ReactiveGreedy:
         machine: Machine | None = None,
     ) -> np.ndarray | None:
         """Greedy moves on the mean measured load (see the class docstring)."""
-        load = np.ascontiguousarray(np.asarray(loads, dtype=np.float64).mean(axis=0))
+        if self.balancer == "affine":
+            from grapeshot.place.rebalance import check_call
+            from grapeshot.place.speculative import affine_greedy
+
+            loads, nodes, cores = check_call(loads, node_of, cores, "reactive")
+            home = self._home.setdefault(nodes.size, nodes.copy())
+            new = affine_greedy(loads[-1:], home, cores)
+            return None if np.array_equal(new, nodes) else new
+        if self.balancer != "pairwise":
+            from grapeshot.place.rebalance import run_balancer
+
+            return run_balancer(
+                self.balancer, loads, node_of, cores, comm=comm, machine=machine,
+                threshold=self.threshold,
+            )  # fmt: skip
+        from grapeshot.place.rebalance import check_call
+
+        loads, node_of, cores = check_call(loads, node_of, cores, "reactive")
+        load = np.ascontiguousarray(loads.mean(axis=0))
         new = np.ascontiguousarray(node_of, dtype=np.int64).copy()
         cap = max(1, int(self.max_moves_fraction * len(new)))
         moves = _greedy_moves(
@@ -188,10 +242,77 @@ class ReactiveGreedy:
         return new if moves else None
 
 
-#: Dynamic strategies by name: a factory taking the keyword overrides.
+def _periodic(balancer: str) -> Callable[..., DynamicStrategy]:
+    """The factory of ``balancer`` run every ``interval`` steps (a :class:`Rebalance`)."""
+    from grapeshot.place.rebalance import Rebalance
+
+    def factory(**overrides) -> DynamicStrategy:
+        return Rebalance(balancer=balancer, name=balancer, **overrides)
+
+    factory.__name__ = f"periodic_{balancer.replace('-', '_')}"
+    factory.__doc__ = f"{balancer} every ``interval`` steps (see Rebalance)."
+    factory.__wrapped__ = Rebalance  # type: ignore[attr-defined]  # its keywords
+    return factory
+
+
+#: Dynamic strategies by name: a factory taking keyword overrides (``interval``,
+#: ``threshold``, ``window``, ``seed``, ...). Adding a strategy is adding an entry.
 DYNAMIC_STRATEGIES: Mapping[str, Callable[..., DynamicStrategy]] = MappingProxyType(
-    {"reactive": ReactiveGreedy}
+    {
+        "reactive": ReactiveGreedy,
+        "greedy": _periodic("greedy"),
+        "refine": _periodic("refine"),
+        "greedy-refine": _periodic("greedy-refine"),
+        "greedy-comm": _periodic("greedy-comm"),
+        "refine-comm": _periodic("refine-comm"),
+        "speculative": Speculative,
+        "birdshot-dynamic": BirdshotDynamic,
+        "birdshot-best-of-k": BirdshotBestOfK,
+        "treematch-lb": __import__("grapeshot.place.treematch_lb").place.treematch_lb.TreeMatchLB,
+    }
 )
+
+
+def factory_keywords(name: str) -> set[str]:
+    """The keyword overrides the factory of dynamic strategy ``name`` accepts."""
+    import dataclasses
+    import inspect
+
+    factory = DYNAMIC_STRATEGIES[name]
+    target = getattr(factory, "__wrapped__", factory)
+    if dataclasses.is_dataclass(target):
+        fixed = {"name", "balancer"} if target is not factory else {"name"}
+        fields = dataclasses.fields(target)
+        return {f.name for f in fields if f.init and not f.metadata.get("internal")} - fixed
+    params = inspect.signature(target).parameters.values()
+    return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
+def make_dynamic_strategy(name: str, **overrides) -> DynamicStrategy:
+    """The dynamic strategy ``name`` with the given keyword overrides (``None`` = default).
+
+    Raises
+    ------
+    InputError
+        On an unknown name (listing the valid ones) or an override the strategy does not
+        take (naming the option, e.g. ``--window``).
+    """
+    if name not in DYNAMIC_STRATEGIES:
+        raise InputError(
+            "--strategy",
+            f"unknown dynamic strategy {name!r}",
+            f"one of {', '.join(DYNAMIC_STRATEGIES)}",
+        )
+    given = {k: v for k, v in overrides.items() if v is not None}
+    accepted = factory_keywords(name)
+    for key in given:
+        if key not in accepted:
+            raise InputError(
+                f"--{key.replace('_', '-')}",
+                f"is not a parameter of strategy {name!r}",
+                f"one of {', '.join('--' + a.replace('_', '-') for a in sorted(accepted))}",
+            )
+    return DYNAMIC_STRATEGIES[name](**given)
 
 
 def get_dynamic_strategy(name: str) -> DynamicStrategy | None:

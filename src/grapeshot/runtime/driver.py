@@ -113,6 +113,8 @@ def run_program(
     on_step=None,
     probe_network: bool = False,
     on_migrate=None,
+    dynamic=None,
+    exchange: str = "ac",
 ) -> RunOutcome | None:
     """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
 
@@ -129,8 +131,22 @@ def run_program(
         the simulator; a fraction of a second).
     on_migrate
         Called on rank 0 with a :class:`Migration` as soon as partitions have moved.
+    dynamic
+        With the task executor: a :class:`~grapeshot.place.dynamic.DynamicStrategy` (rank
+        0's instance decides). Every ``dynamic.interval`` steps (or at its ``call_steps``)
+        the ranks gather the partitions' work counts of the steps since the last call (the
+        deterministic load: measured seconds differ run to run), rank 0 asks the strategy,
+        broadcasts its proposal, and the partitions that change rank move their state.
+        Exclusive with ``migrate_at``.
+    exchange
+        With the task executor: how migrating particles travel between ranks, ``"ac"`` (the
+        runtime's own post-and-receive) or a schedule of :mod:`grapeshot.exchange`.
     """
     size, rank = comm.Get_size(), comm.Get_rank()
+    from grapeshot.exchange.schedules import ALGORITHMS as EXCHANGES
+
+    if exchange not in EXCHANGES:
+        raise InputError("--exchange", f"got {exchange!r}", f"one of {', '.join(EXCHANGES)}")
     if executor not in EXECUTORS:
         raise InputError("--executor", f"got {executor!r}", f"one of {', '.join(EXECUTORS)}")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
@@ -138,6 +154,13 @@ def run_program(
     if migrate_at is not None and (executor != "task" or not 0 < migrate_at < steps):
         raise InputError(
             "--migrate-at", f"got {migrate_at}", f"a step in 1..{steps - 1} with --executor task"
+        )
+    if dynamic is not None and (executor != "task" or migrate_at is not None):
+        raise InputError(
+            f"--strategy {dynamic.name}",
+            f"is dynamic; got --executor {executor}"
+            + (" and --migrate-at" if migrate_at is not None else ""),
+            "--executor task without --migrate-at",
         )
     node_of = None
     error = None
@@ -161,6 +184,7 @@ def run_program(
     if where is not None:
         raise InputError(*where)
     migrated_bytes = 0
+    seg_starts = None
     if executor == "serial":
         results = [_serial_as_rank(program, steps, on_step)]
         final_node_of = node_of
@@ -172,7 +196,12 @@ def run_program(
         kwargs = dict(
             comm=comm, threads=threads, reduction=reduction, timeout=timeout, on_step=on_step
         )
-        if migrate_at is None:
+        kwargs["exchange"] = exchange
+        if dynamic is not None:
+            results, final_node_of, migrated_bytes, seg_starts = _run_dynamic(
+                program, node_of, steps, dynamic, comm, size, on_migrate, kwargs
+            )
+        elif migrate_at is None:
             results = [run_tasks(program, node_of, steps, **kwargs)]
             final_node_of = node_of
         else:
@@ -221,6 +250,7 @@ def run_program(
         threads,
         reduction,
         migrated_bytes,
+        seg_starts,
     )
     outcome.network = network
     return outcome
@@ -283,6 +313,132 @@ def _migrate(program, first: RankResult, node_of, comm, size):
     return new, blocks, comm.allreduce(moved)
 
 
+def call_steps(dynamic, steps: int) -> list[int]:
+    """The steps after which ``dynamic`` is called in a run of ``steps`` steps."""
+    calls = getattr(dynamic, "call_steps", None)
+    if calls is not None:
+        return sorted({int(c) for c in calls(steps) if 0 < int(c) < steps})
+    interval = int(dynamic.interval)
+    return list(range(interval, steps, interval))
+
+
+def halo_comm(program: Program):
+    """``(P, P)`` bytes two partitions exchange per step: one float64 per ghost cell and
+    exchanging phase (the comm-aware strategies' halo graph; custom packers are not sized)."""
+    from scipy import sparse
+
+    from grapeshot.model.workload import grid_halo
+
+    exchanges = max(1, sum(phase.exchange is not None for phase in program.phases))
+    halo = grid_halo(
+        program.domain_shape, program.parts_shape, ghost=program.ghost, cell_bytes=8 * exchanges
+    )
+    n = program.n_parts
+    src = np.repeat(np.arange(n), np.diff(halo.indptr))
+    m = sparse.csr_array((halo.nbytes.astype(np.float64), (src, halo.indices)), shape=(n, n))
+    return (m + m.T).tocsr()
+
+
+def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwargs):
+    """Run segment by segment, asking ``dynamic`` between segments; see :func:`run_program`."""
+    rank = comm.Get_rank()
+    results: list[RankResult] = []
+    starts: list[int] = []
+    current = np.asarray(node_of, dtype=np.int32)
+    blocks = None
+    start, start_time, migrated = 0, 0.0, 0
+    halo = halo_comm(program) if rank == 0 else None
+    cores = np.full(size, kwargs["threads"], dtype=np.int64)
+    for cut in [*call_steps(dynamic, steps), steps]:
+        r = run_tasks(
+            program, current, cut - start, blocks=blocks, start_step=start,
+            start_time=start_time, **kwargs,
+        )  # fmt: skip
+        results.append(r)
+        starts.append(start)
+        if cut == steps:
+            break
+        started = time.perf_counter()
+        work = {}
+        for part in comm.gather(r.work, root=0) or []:
+            work.update(part)
+        proposal, error = None, None
+        if rank == 0:
+            loads = np.array([work[p] for p in range(program.n_parts)], dtype=np.float64).T
+            try:
+                proposal = dynamic.rebalance(
+                    step=cut, loads=loads, node_of=current.astype(np.int64), cores=cores.copy(),
+                    state_bytes=_state_bytes(program, r, work), comm=halo, machine=None,
+                )  # fmt: skip
+                if proposal is not None:
+                    proposal = np.asarray(proposal, dtype=np.int32)
+                    if (
+                        proposal.shape != current.shape
+                        or proposal.min() < 0
+                        or (proposal.max() >= size)
+                    ):
+                        raise InputError(
+                            f"dynamic strategy {dynamic.name!r}",
+                            f"proposed {proposal.shape} nodes in [{proposal.min()}, "
+                            f"{proposal.max()}]",
+                            f"({program.n_parts},) ranks in [0, {size})",
+                        )
+                    if np.bincount(proposal, minlength=size).min() == 0:
+                        proposal = None  # a rank must keep at least one partition
+            except InputError as exc:
+                error = (exc.where, exc.problem, exc.expected)
+        error, proposal = comm.bcast((error, proposal), root=0)
+        if error is not None:
+            raise InputError(*error)
+        blocks = r.blocks
+        if proposal is not None and not np.array_equal(proposal, current):
+            before = current
+            current, blocks, moved_bytes = _move_blocks(r.blocks, proposal, comm, size)
+            migrated += moved_bytes
+            if rank == 0 and on_migrate is not None:
+                on_migrate(
+                    Migration(
+                        step=cut,
+                        parts_moved=int(np.count_nonzero(current != before)),
+                        bytes=int(moved_bytes),
+                        seconds=time.perf_counter() - started,
+                        ranks_before=tuple(np.bincount(before, minlength=size).tolist()),
+                        ranks_after=tuple(np.bincount(current, minlength=size).tolist()),
+                    )
+                )
+        start, start_time = cut, r.time
+    return results, current, migrated, starts
+
+
+def _state_bytes(program, r: RankResult, work) -> np.ndarray:
+    """Bytes of each partition's state, estimated from rank 0's own blocks (int64, ``(P,)``).
+
+    Partitions on other ranks get the mean size per work unit of rank 0's partitions: the
+    strategy only weighs them against each other."""
+    sizes = {p: sum(a.nbytes for a in b.values()) for p, b in r.blocks.items()}
+    total_work = sum(max(1, int(work[p][-1])) for p in sizes)
+    per_work = sum(sizes.values()) / max(total_work, 1)
+    return np.array(
+        [sizes.get(p, per_work * max(1, int(work[p][-1]))) for p in range(program.n_parts)],
+        dtype=np.int64,
+    )
+
+
+def _move_blocks(blocks, new, comm, size):
+    """Send every block whose rank changes in ``new``; ``(new, my blocks, bytes moved)``."""
+    rank = comm.Get_rank()
+    outgoing = [dict() for _ in range(size)]
+    moved = 0
+    for p, block in blocks.items():
+        if new[p] != rank:
+            outgoing[new[p]][p] = block
+            moved += sum(a.nbytes for a in block.values())
+    mine = {p: b for p, b in blocks.items() if new[p] == rank}
+    for incoming in comm.alltoall(outgoing):
+        mine.update(incoming)
+    return np.asarray(new, dtype=np.int32), mine, comm.allreduce(moved)
+
+
 def _portable(program: Program, r: RankResult) -> dict[str, Any]:
     boxes = program.boxes()
     return {
@@ -318,6 +474,7 @@ def _outcome(
     threads,
     reduction,
     migrated_bytes,
+    seg_starts=None,
 ) -> RunOutcome:
     ranks = len(gathered)
     n = program.n_parts
@@ -345,7 +502,10 @@ def _outcome(
                 col = col + offset if key in ("start", "end") else col
                 columns.setdefault(key, []).append(col)
             columns.setdefault("rank", []).append(np.full(len(durations), r["rank"]))
-            first_step = 0 if seg == 0 else steps - len(next(iter(r["work"].values()), []))
+            if seg_starts is not None:
+                first_step = seg_starts[seg]
+            else:
+                first_step = 0 if seg == 0 else steps - len(next(iter(r["work"].values()), []))
             for p, w in r["work"].items():
                 work[first_step : first_step + len(w), p] = w
             for src, nbytes, seconds in r["message_log"]:

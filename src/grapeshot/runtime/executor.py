@@ -193,6 +193,7 @@ def run_tasks(
     reduction: str = "mpi",
     timeout: float = 120.0,
     blocks: dict[int, Block] | None = None,
+    exchange: str = "ac",
     start_step: int = 0,
     start_time: float = 0.0,
     on_step: Callable[[int], None] | None = None,
@@ -213,6 +214,9 @@ def run_tasks(
         Threads running tasks on this rank (the node's cores), the calling thread included.
     reduction
         ``"mpi"``, ``"linear"`` or ``"binomial"`` (see :mod:`grapeshot.exchange.collectives`).
+    exchange
+        How migrants travel between ranks: ``"ac"`` (post everything, receive as it comes) or
+        a schedule of :mod:`grapeshot.exchange.mpi_exchange` (``lp``, ``rsn``, ``drsn``, ...).
     timeout
         Seconds without any progress after which the run is aborted with what it waits for.
     blocks
@@ -229,6 +233,7 @@ def run_tasks(
         runner = _Runner(
             program, np.asarray(node_of), data, coll, threads, reduction, timeout, blocks
         )
+        runner.exchange = exchange
         return runner.run(start_step, start_time, steps, on_step)
     finally:
         data.Free()
@@ -236,6 +241,9 @@ def run_tasks(
 
 
 class _Runner:
+    #: How migrants travel (``run_tasks(exchange=...)``).
+    exchange = "ac"
+
     def __init__(self, program, node_of, data, coll, threads, reduction, timeout, blocks):
         self.program = program
         self.data, self.coll = data, coll
@@ -730,11 +738,14 @@ class _Runner:
                 else:
                     outgoing[r].append((q, slot, buf))
             self.emigrants[i] = None
+        if self.exchange != "ac":  # --exchange: a schedule of grapeshot.exchange instead
+            self.exchange_migrants(step, k, outgoing, arrived)
+            outgoing = {}
         for r, items in outgoing.items():
             raw = encode_items(step, k, MIGRANTS, items)
             self.post(r, raw)
             self.copied_bytes += raw.nbytes
-        pending = list(self.sources)
+        pending = list(self.sources) if self.exchange == "ac" else []
         while pending:
             self.waiting_for = f"step {step} phase {phase.name!r}: emigrants from {pending}"
             source, raw = self.receive((step, k, MIGRANTS))
@@ -746,6 +757,28 @@ class _Runner:
         for i, p in enumerate(self.local):
             got = arrived[i]
             immigrate(self.blocks[p], self.boxes[p], [got[s] for s in sorted(got)])
+
+    def exchange_migrants(self, step: int, k: int, outgoing: dict, arrived: list) -> None:
+        """Migrants of ``(step, k)`` through one planned exchange (``--exchange``)."""
+        from grapeshot.exchange.mpi_exchange import exchange_once
+
+        sends = {}
+        for r, items in outgoing.items():
+            raw = encode_items(step, k, MIGRANTS, items)
+            stamp(raw)
+            sends[r] = raw
+            self.bytes_sent += raw.nbytes
+            self.messages += 1
+            self.copied_bytes += raw.nbytes
+        self.waiting_for = f"step {step}: the {self.exchange} exchange of migrants"
+        t = time.perf_counter()
+        got = exchange_once(sends, comm=self.coll, algorithm=self.exchange, seed=step)
+        self.wait_seconds += time.perf_counter() - t
+        self.progress_at = time.perf_counter()
+        for raw in got.values():
+            self.copied_bytes += raw.nbytes
+            for part, slot, buf in decode_items(raw):
+                arrived[self.position[part]][slot] = buf
 
     # -- messages ------------------------------------------------------------------------
 

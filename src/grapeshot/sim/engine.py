@@ -33,11 +33,13 @@ busy): the communication hidden behind computation.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
 import numpy as np
 from numba import njit
+from scipy import sparse
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
@@ -612,10 +614,27 @@ def _migrate(net_i, net_f, send_free, recv_free, link_free, src, dst, nbytes, re
         )
 
 
-def _segment_bounds(n_steps: int, interval: int | None) -> list[tuple[int, int]]:
+def _segment_bounds(
+    n_steps: int, interval: int | None, dynamic: Any = None
+) -> list[tuple[int, int]]:
     if interval is None:
         return [(0, n_steps)]
+    calls = getattr(dynamic, "call_steps", None)
+    if calls is not None:  # a strategy that asks for calls at given steps only
+        cuts = sorted({int(c) for c in calls(n_steps) if 0 < int(c) < n_steps})
+        edges = [0, *cuts, n_steps]
+        return list(itertools.pairwise(edges))
     return [(a, min(a + interval, n_steps)) for a in range(0, n_steps, interval)]
+
+
+def halo_matrix(program: Program) -> sparse.csr_array:
+    """``(P, P)`` symmetric: halo bytes two partitions exchange per step (both directions)."""
+    n = program.n_parts
+    src = np.repeat(np.arange(n), np.diff(program.out_ptr))
+    m = sparse.csr_array(
+        (program.out_bytes.astype(np.float64), (src, program.out_idx)), shape=(n, n)
+    )
+    return (m + m.T).tocsr()
 
 
 def simulate(
@@ -716,7 +735,8 @@ def simulate(
     migration_time = 0.0
     extra_step_end = np.zeros(n_steps)
     cpu = 0.0
-    segments = _segment_bounds(n_steps, interval)
+    segments = _segment_bounds(n_steps, interval, dynamic)
+    comm = halo_matrix(program) if dynamic is not None else None
     layout: Layout = build_layout(program, machine, node_of, options, core_of)
     for a, b in segments:
         task_lo, task_hi = a * phases * n_parts, b * phases * n_parts
@@ -811,6 +831,8 @@ def simulate(
             node_of=layout.node_of.copy(),
             cores=cores.copy(),
             state_bytes=program.state_bytes.copy(),
+            comm=comm,
+            machine=machine,
         )
         ready = released[layout.node_of].copy()
         if proposal is not None:

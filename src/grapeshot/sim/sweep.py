@@ -14,10 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
 from grapeshot.place import STATIC_STRATEGIES, place
-from grapeshot.place.dynamic import DYNAMIC_STRATEGIES, get_dynamic_strategy
+from grapeshot.place.dynamic import (
+    DYNAMIC_STRATEGIES,
+    factory_keywords,
+    make_dynamic_strategy,
+)
 from grapeshot.sim.engine import simulate
 from grapeshot.sim.network import network_model
 from grapeshot.sim.program import SimOptions, build_program
@@ -58,6 +64,8 @@ class Run:
             "hidden_comm_fraction": res.hidden_comm_fraction,
             "bytes_sent": res.bytes_sent_total,
             "bytes_migrated": int(res.bytes_migrated),
+            "migrations": int(res.partitions_migrated),
+            "migrated_bytes": int(res.bytes_migrated),
             "parts": res.n_parts,
             "parts_shape": list(self.parts_shape),
             "steps": res.n_steps,
@@ -80,6 +88,39 @@ def check_strategy(name: str) -> str:
     return name
 
 
+def dynamic_strategy(
+    name: str,
+    workload: Any,
+    machine: Machine,
+    seed: int,
+    overrides: dict[str, Any] | None = None,
+    home: np.ndarray | None = None,
+) -> Any:
+    """The dynamic strategy ``name`` for this run, or ``None`` for a static one.
+
+    Applies the overrides that the strategy takes (``seed`` only where it has one), and binds
+    a coarse shadow run of the app to strategies that need one (Speculative).
+    """
+    if name not in DYNAMIC_STRATEGIES:
+        return None
+    accepted = factory_keywords(name)
+    # Options meant for other strategies of the sweep are left out (the CLI checks that
+    # each is taken by one of them).
+    given = {k: v for k, v in (overrides or {}).items() if v is not None and k in accepted}
+    if "seed" in accepted:
+        given.setdefault("seed", seed)
+    dynamic = make_dynamic_strategy(name, **given)
+    if getattr(dynamic, "needs_shadow", False):
+        from grapeshot.sim.shadow import coarse_shadow
+
+        window = int(getattr(dynamic, "window", dynamic.interval))
+        shadow = coarse_shadow(workload, window)
+        if home is None:
+            home = place(workload, machine, dynamic.initial, seed=seed).node_of
+        dynamic = dynamic.with_shadow(shadow.predict, home, machine.cores())
+    return dynamic
+
+
 def run_one(
     source: WorkloadSource,
     machine: Machine,
@@ -89,17 +130,35 @@ def run_one(
     seed: int,
     options: SimOptions,
     timeline_steps: tuple[int, int] | None = None,
+    dynamic_options: dict[str, Any] | None = None,
+    initial: np.ndarray | None = None,
 ) -> Run:
-    """Place and simulate one (strategy, ppc) of an experiment."""
+    """Place and simulate one (strategy, ppc) of an experiment.
+
+    ``dynamic_options`` are keyword overrides of a dynamic strategy's factory (``interval``,
+    ``threshold``, ``window``, ...; ``None`` values keep the defaults). ``initial``, a
+    ``node_of`` for the resized workload, replaces the first placement of a dynamic
+    strategy (and Speculative's homes), e.g. a geometric split other than the registry's.
+    """
     check_strategy(strategy)
     workload = source.at_parts(parts_needed(machine, ppc))
-    dynamic = get_dynamic_strategy(strategy)
+    dynamic = dynamic_strategy(strategy, workload, machine, seed, dynamic_options, initial)
     if dynamic is None:
         placement = place(workload, machine, strategy, seed=seed)
     else:
         placement = dataclasses.replace(
             place(workload, machine, dynamic.initial, seed=seed), strategy=strategy
         )
+        if initial is not None:
+            placement = dataclasses.replace(placement, node_of=np.asarray(initial, np.int32))
+        start = getattr(dynamic, "start", None)
+        if start is not None and workload.work is not None:
+            # The state before the first step is known: a strategy may place from it.
+            node_of = start(workload.work[0].astype(np.float64), placement.node_of, machine.cores())
+            placement = dataclasses.replace(placement, node_of=np.asarray(node_of, np.int32))
+        first = getattr(dynamic, "first", None)
+        if first is not None:  # a strategy that makes its own first placement
+            placement = dataclasses.replace(placement, node_of=np.asarray(first, np.int32))
     result = simulate(
         workload,
         placement,
@@ -123,6 +182,7 @@ def run_sweep(
     options: SimOptions | None = None,
     progress: Progress | None = None,
     timeline: tuple[str, int, tuple[int, int]] | None = None,
+    dynamic_options: dict[str, Any] | None = None,
 ) -> list[Run]:
     """Simulate every strategy at every partitions-per-core.
 
@@ -164,7 +224,16 @@ def run_sweep(
         if timeline is not None and timeline[0] == name and timeline[1] == k:
             window = timeline[2]
         runs.append(
-            run_one(source, machine, name, k, seed=seed, options=options, timeline_steps=window)
+            run_one(
+                source,
+                machine,
+                name,
+                k,
+                seed=seed,
+                options=options,
+                timeline_steps=window,
+                dynamic_options=dynamic_options,
+            )
         )
     if progress is not None:
         progress(len(jobs), len(jobs), "done")

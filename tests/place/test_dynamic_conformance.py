@@ -1,0 +1,261 @@
+"""The conformance suite every dynamic strategy passes (STYLE 11), and the balancers' contracts.
+
+Parametrised over :data:`DYNAMIC_STRATEGIES`, so an entry added there is held to the same
+contract: deterministic (fresh instances, same inputs → the same proposal bit for bit),
+partitions conserved (every one on a valid node, inputs untouched), shares proportional to
+cores (heterogeneous nodes), one-line InputError on bad input, and a stated migration volume.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from grapeshot.model.errors import InputError
+from grapeshot.place import balancers as lb
+from grapeshot.place.dynamic import DYNAMIC_STRATEGIES, make_dynamic_strategy
+from grapeshot.place.greedy import greedy_rebalance
+from grapeshot.place.rebalance import placement_scores
+from grapeshot.place.speculative import affine_greedy
+
+NAMES = sorted(DYNAMIC_STRATEGIES)
+
+
+def grid_comm(nx: int, ny: int, nbytes: float = 1000.0) -> sparse.csr_array:
+    """Symmetric 4-neighbour halo graph of an nx × ny partition grid."""
+    ids = np.arange(nx * ny).reshape(nx, ny)
+    a = np.concatenate([ids[:-1].ravel(), ids[:, :-1].ravel()])
+    b = np.concatenate([ids[1:].ravel(), ids[:, 1:].ravel()])
+    m = sparse.csr_array((np.full(a.size, nbytes), (a, b)), shape=(nx * ny, nx * ny))
+    return (m + m.T).tocsr()
+
+
+def skewed_case(seed: int = 3, parts=(12, 10), cores=(4, 4, 2, 6)):
+    """A geometric-like start with all the load on the first nodes' partitions."""
+    rng = np.random.default_rng(seed)
+    n_parts = int(np.prod(parts))
+    cores = np.asarray(cores, dtype=np.int64)
+    node_of = np.repeat(
+        np.arange(cores.size), np.diff(np.linspace(0, n_parts, cores.size + 1).astype(int))
+    )
+    steps = 6
+    loads = rng.uniform(0.0, 1.0, (steps, n_parts))
+    loads[:, : n_parts // 3] *= 8.0
+    return loads, node_of.astype(np.int64), cores, grid_comm(*parts)
+
+
+def make(name: str):
+    """A fresh strategy with a short interval, bound to a forecast where it needs one."""
+    keys = {"interval": 2} if name not in ("birdshot-best-of-k",) else {"score_steps": 6}
+    if name == "birdshot-dynamic":
+        keys["min_interval"] = 0
+    strategy = make_dynamic_strategy(name, **keys)
+    if getattr(strategy, "needs_shadow", False):
+        loads, _, cores, _ = skewed_case()
+        home = np.repeat(
+            np.arange(cores.size),
+            np.diff(np.linspace(0, loads.shape[1], cores.size + 1).astype(int)),
+        )
+        strategy = strategy.with_shadow(
+            lambda s, w: np.tile(loads.mean(axis=0), (w, 1)), home, cores
+        )
+    return strategy
+
+
+def call(strategy, loads, node_of, cores, comm, step=6):
+    return strategy.rebalance(
+        step=step,
+        loads=loads.copy(),
+        node_of=node_of.copy(),
+        cores=cores.copy(),
+        state_bytes=np.full(node_of.size, 100, dtype=np.int64),
+        comm=comm,
+        machine=None,
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deterministic_for_the_same_inputs(name: str) -> None:
+    loads, node_of, cores, comm = skewed_case()
+    a = call(make(name), loads, node_of, cores, comm)
+    b = call(make(name), loads, node_of, cores, comm)
+    assert (a is None) == (b is None)
+    if a is not None:
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_conserves_partitions_and_lowers_the_worst_node(name: str) -> None:
+    loads, node_of, cores, comm = skewed_case()
+    before = node_of.copy()
+    new = call(make(name), loads, node_of, cores, comm)
+    np.testing.assert_array_equal(node_of, before)  # the input is not modified
+    assert new is not None, f"{name} proposes nothing on a skewed load"
+    new = np.asarray(new)
+    assert new.shape == node_of.shape and np.issubdtype(new.dtype, np.integer)
+    assert new.min() >= 0 and new.max() < cores.size
+    mean = loads.mean(axis=0)
+    assert lb.max_over_avg(mean, new, cores) < lb.max_over_avg(mean, node_of, cores)
+    moved, nbytes = lb.migration_volume(node_of, new, np.full(node_of.size, 100))
+    assert moved == int((new != node_of).sum()) >= 1 and nbytes == 100 * moved
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_respects_core_shares(name: str) -> None:
+    """Equal loads on nodes of 1 and 7 cores: the balanced share is 1 : 7 per node."""
+    if name in ("birdshot-dynamic", "reactive", "birdshot-best-of-k"):
+        pytest.skip("moves one pair / a capped number / picks among random placements")
+    n_parts = 64
+    loads = np.ones((3, n_parts))
+    cores = np.array([1, 7])
+    node_of = np.zeros(n_parts, dtype=np.int64)  # all on the small node
+    strategy = make(name)
+    if getattr(strategy, "needs_shadow", False):
+        strategy = strategy.with_shadow(lambda s, w: np.ones((w, n_parts)), node_of, cores)
+    new = np.asarray(call(strategy, loads, node_of, cores, grid_comm(8, 8, 0.0)))
+    counts = np.bincount(new, minlength=2)
+    assert abs(counts[1] - 56) <= 4, counts
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "bad",
+    ["negative", "nan", "short-node-of", "node-out-of-range", "zero-cores", "3d-loads"],
+)
+def test_refuses_bad_input_with_one_line(name: str, bad: str) -> None:
+    loads, node_of, cores, comm = skewed_case()
+    if bad == "negative":
+        loads[0, 0] = -1.0
+    elif bad == "nan":
+        loads[1, 2] = np.nan
+    elif bad == "short-node-of":
+        node_of = node_of[:-1]
+    elif bad == "node-out-of-range":
+        node_of[0] = cores.size
+    elif bad == "zero-cores":
+        cores = cores.copy()
+        cores[1] = 0
+    elif bad == "3d-loads":
+        loads = loads[None]
+    with pytest.raises(InputError) as info:
+        call(make(name), loads, node_of, cores, comm)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_parameters_are_refused(name: str) -> None:
+    key = "k" if name == "birdshot-best-of-k" else "interval"
+    with pytest.raises(InputError):
+        make_dynamic_strategy(name, **{key: 0})
+    with pytest.raises(InputError, match="--no-such"):
+        make_dynamic_strategy(name, no_such=1)
+
+
+# --- the balancers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_greedy_lb_is_the_lpt_of_greedy_rebalance(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    load = rng.exponential(1.0, 500)
+    cores = rng.integers(1, 9, 13)
+    np.testing.assert_array_equal(lb.greedy_lb(load, cores), greedy_rebalance(load, cores))
+
+
+def test_greedy_comm_without_comm_is_greedy() -> None:
+    rng = np.random.default_rng(1)
+    load = rng.exponential(1.0, 300)
+    cores = np.array([2, 4, 4, 8])
+    zero = sparse.csr_array((300, 300))
+    np.testing.assert_array_equal(lb.greedy_comm_lb(load, cores, zero), lb.greedy_lb(load, cores))
+
+
+def test_greedy_comm_cuts_fewer_bytes_than_greedy() -> None:
+    load = np.ones(256)
+    comm = grid_comm(16, 16, 1e6)
+    cores = np.full(4, 4)
+    c = sparse.triu(comm).tocoo()
+
+    def cut_bytes(node_of):
+        return float(c.data[node_of[c.row] != node_of[c.col]].sum())
+
+    comm_aware = lb.greedy_comm_lb(load, cores, comm, alpha=1e-3, beta=1e-6)
+    # GreedyCommLB takes objects by load, not along the graph: it only keeps some peers together.
+    assert cut_bytes(comm_aware) < 0.8 * cut_bytes(lb.greedy_lb(load, cores))
+    assert lb.max_over_avg(load, comm_aware, cores) < 1.3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_refine_meets_its_threshold_with_few_moves(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    load = rng.exponential(1.0, 400)
+    cores = np.full(8, 2)
+    node_of = rng.integers(0, 8, 400)
+    node_of[:120] = 0  # an overloaded node
+    new = lb.refine_lb(load, node_of, cores, threshold=0.05)
+    before = lb.max_over_avg(load, node_of, cores)
+    after = lb.max_over_avg(load, new, cores)
+    assert after < before
+    moved = int((new != node_of).sum())
+    assert moved < int((lb.greedy_lb(load, cores) != node_of).sum())
+    # Only overloaded nodes gave objects away.
+    per_core = np.bincount(node_of, load, 8) / cores
+    avg = load.sum() / cores.sum()
+    assert np.all(per_core[node_of[new != node_of]] > avg)
+
+
+def test_refine_keeps_a_balanced_placement() -> None:
+    load = np.ones(64)
+    node_of = np.arange(64) % 4
+    np.testing.assert_array_equal(lb.refine_lb(load, node_of, np.full(4, 1)), node_of)
+
+
+def test_greedy_refine_stays_where_it_fits() -> None:
+    rng = np.random.default_rng(2)
+    load = rng.exponential(1.0, 300)
+    cores = np.full(6, 1)
+    greedy = lb.greedy_lb(load, cores)
+    # From the greedy placement nothing needs to move.
+    np.testing.assert_array_equal(lb.greedy_refine_lb(load, greedy, cores), greedy)
+    node_of = rng.integers(0, 6, 300)
+    new = lb.greedy_refine_lb(load, node_of, cores)
+    assert lb.max_over_avg(load, new, cores) <= 1.0 + 2 * load.max() / (load.sum() / 6)
+    assert (new != node_of).sum() < (greedy != node_of).sum()
+
+
+def test_refine_comm_lowers_the_worst_node() -> None:
+    load = np.ones(64)
+    load[:16] = 4.0
+    node_of = np.repeat(np.arange(4), 16)
+    comm = grid_comm(8, 8, 1e4)
+    new = lb.refine_comm_lb(load, node_of, np.full(4, 1), comm)
+    assert lb.max_over_avg(load, new, np.full(4, 1)) < lb.max_over_avg(load, node_of, np.full(4, 1))
+
+
+def test_affine_greedy_keeps_balanced_partitions_home() -> None:
+    pred = np.ones((5, 32))
+    home = np.repeat(np.arange(4), 8)
+    np.testing.assert_array_equal(affine_greedy(pred, home, np.full(4, 2)), home)
+
+
+def test_placement_scores_are_the_worst_node_per_core() -> None:
+    load = np.array([1.0, 2.0, 3.0, 4.0])
+    pool = np.array([[0, 0, 1, 1], [0, 1, 0, 1]])
+    np.testing.assert_allclose(placement_scores(pool, load, np.array([1, 2])), [3.5, 4.0])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda: lb.greedy_lb(np.array([1.0, -1.0]), np.array([1])),
+        lambda: lb.refine_lb(np.ones(3), np.array([0, 1]), np.array([1, 1])),
+        lambda: lb.refine_lb(np.ones(2), np.array([0, 1]), np.array([1, 1]), threshold=-1),
+        lambda: lb.greedy_refine_lb(np.ones(2), np.array([0, 1]), np.array([1, 1]), tolerance=0.5),
+        lambda: lb.greedy_comm_lb(np.ones(2), np.array([1]), sparse.csr_array((3, 3))),
+        lambda: lb.greedy_lb(np.ones(2), np.array([], dtype=int)),
+    ],
+)
+def test_balancers_refuse_bad_input(fn) -> None:
+    with pytest.raises(InputError):
+        fn()
