@@ -59,7 +59,7 @@ def test_cli_reports_every_balancer_and_why_one_cannot_run(tmp_path) -> None:
 
     path = tmp_path / "w.h5"
     save_workload(path, synthetic_workload("dambreak:parts=8x8,steps=4,cells=4"))
-    cmd = [sys.executable, "-m", "grapeshot.cli.main", "charm-compare", "--workload", str(path),
+    cmd = [sys.executable, "-m", "grapeshot.cli.main", "charm-compare", "--trace", str(path),
            "--nodes", "2", "--step", "2", "--budget", "0.2", "--json"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -82,7 +82,7 @@ def test_bad_options_are_one_line_errors(tmp_path, args) -> None:
 
     path = tmp_path / "w.h5"
     save_workload(path, synthetic_workload("dambreak:parts=8x8,steps=4,cells=4"))
-    cmd = [sys.executable, "-m", "grapeshot.cli.main", "charm-compare", "--workload", str(path),
+    cmd = [sys.executable, "-m", "grapeshot.cli.main", "charm-compare", "--trace", str(path),
            *args]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2

@@ -33,7 +33,7 @@ _PARAGRAPHS = (
     "greedy-refine, RandCentLB / birdshot (random; Charm++'s ignores quotas). Balancers "
     "the installed Charm++ does not register (MetisLB, GreedyCommLB, RefineCommLB in "
     "charm4py 1.1) are listed with the reason.",
-    "Example: grapeshot charm-compare --workload flip.h5 --nodes 4 --step 10",
+    "Example: grapeshot charm-compare --trace flip.h5 --nodes 4 --step 10",
 )
 HELP = "\n\n".join(_PARAGRAPHS)
 
@@ -195,7 +195,7 @@ def step_loads(path: Path, step: int, budget: float) -> tuple[np.ndarray, dict[s
 
 def charm_compare_command(
     workload: Annotated[
-        Path, typer.Option("--workload", help="Workload trace file (HDF5, docs/formats.md).")
+        Path, typer.Option("--trace", help="Workload trace file (HDF5, docs/formats.md).")
     ],
     nodes: Annotated[
         int, typer.Option("--nodes", help="Charm++ processes (PEs) = nodes to balance over.")

@@ -16,6 +16,7 @@ from grapeshot.model.errors import InputError
 #: ``(command, old option) -> what to write instead``.
 RENAMED: dict[tuple[str, str], str] = {
     ("place", "--workload"): "--trace FILE",
+    ("charm-compare", "--workload"): "--trace FILE",
     ("simulate", "--steps"): "--step-range A:B (--steps N is a number of steps to run)",
     ("simulate", "--out-dir"): "--figure FILE (simulate writes one figure)",
     ("simulate", "--figures"): "--figure FILE",
