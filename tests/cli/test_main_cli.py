@@ -25,9 +25,9 @@ def test_help_names_every_command() -> None:
     result = run_main("--help")
     assert result.code == 0, result.err
     overview = " ".join(result.out.split("Options")[0].replace("│", " ").split())
-    mentioned = set(re.findall(r"\(([a-z0-9]+)[:)]", overview))
+    mentioned = set(re.findall(r"\(([a-z0-9-]+)[:)]", overview))
     mentioned |= {
-        n for group in re.findall(r"\(([a-z0-9, ]+)\)", overview) for n in group.split(", ")
+        n for group in re.findall(r"\(([a-z0-9, -]+)\)", overview) for n in group.split(", ")
     }
     commands = set(cli_main.COMMANDS)
     assert {"lif", "place", "trace", "run", "simulate", "demo", "jobs"} <= commands

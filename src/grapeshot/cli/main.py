@@ -150,11 +150,13 @@ app = typer.Typer(
     help=(
         "Scheduling toolkit for distributed simulations.\n\n"
         "Ask how unbalanced a random placement of micro-partitions is (lif, advise, theorem1), "
-        "place a workload on a machine (place), record an app's cost per partition (trace), "
-        "run an app on MPI ranks (run: under mpiexec), simulate it on a modelled cluster "
-        "(simulate), replay batch jobs (jobs), reproduce the papers' figures (repro), or see "
-        "it all at once (demo). List the machine presets (machines) and look inside any file "
-        "grapeshot writes (show). Every command takes --json for scripts."
+        "place a workload on a machine (place), map communicating tasks onto cores (map), "
+        "record an app's cost per partition (trace), run an app on MPI ranks (run: under "
+        "mpiexec), simulate it on a modelled cluster (simulate), put Charm++'s balancers beside "
+        "grapeshot's (charm-compare), schedule an irregular exchange (exchange), run Beatnik's "
+        "Z-Model (zmodel), replay batch jobs (jobs), reproduce the papers' figures (repro), or "
+        "see it all at once (demo). List the machine presets (machines) and look inside any "
+        "file grapeshot writes (show). Every command takes --json for scripts."
     ),
     no_args_is_help=True,
     add_completion=False,
