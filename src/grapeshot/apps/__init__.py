@@ -39,6 +39,7 @@ APPS: dict[str, AppSpec] = {
     ),
     "flip": AppSpec("flip", "FLIP water on a MAC grid with pressure projection (trace)", False),
     "commbench": AppSpec("commbench", "CommBench: chunks to two random chares (trace)", False),
+    "zmodel": AppSpec("zmodel", "Beatnik Z-Model: points per space micro-partition (trace)", False),
 }
 
 
