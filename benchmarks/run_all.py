@@ -33,7 +33,7 @@ from timing import FIGURES_ENV
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 #: Benchmarks that need ranks: the launcher's arguments before the script.
-LAUNCH = {"bench_runtime": ["-n", "2"]}
+LAUNCH = {"bench_runtime": ["-n", "2"], "bench_exchange_mpi": ["-n", "4"]}
 
 
 @dataclass

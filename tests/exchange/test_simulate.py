@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from grapeshot.exchange.schedules import ALGORITHMS, make_schedule
-from grapeshot.exchange.simulate import simulate_contention, simulate_exchange
 from grapeshot.exchange.workloads import nonuniform, regular
 from grapeshot.model.machine import Machine, Network, NodeTree
 from grapeshot.model.presets import preset
+from grapeshot.sim.exchange import simulate_contention, simulate_exchange
 
 
 def _flat(n: int, contention: bool = False) -> Machine:

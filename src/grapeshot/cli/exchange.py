@@ -35,8 +35,8 @@ def _simulate(pattern, algorithms, machine, nodes, repeat, seed):
     import time
 
     from grapeshot.exchange.schedules import TABLE_ALGORITHMS, make_schedule
-    from grapeshot.exchange.simulate import simulate_exchange
     from grapeshot.model.machine_file import load_machine
+    from grapeshot.sim.exchange import simulate_exchange
 
     m = load_machine(machine, nodes)
     if m.nodes != pattern.n:

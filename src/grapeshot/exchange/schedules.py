@@ -19,7 +19,7 @@ appears in exactly one transfer (:func:`check_schedule`).
          similar. The paper does not give its cutoff rule; this one is ours.
 
 ``drsn``, ``nbx``, ``alltoallv`` and ``neighbor`` have no table: they are protocols
-(:mod:`grapeshot.exchange.mpi_exchange`) and simulations (:mod:`grapeshot.exchange.simulate`).
+(:mod:`grapeshot.exchange.mpi_exchange`) and simulations (:mod:`grapeshot.sim.exchange`).
 """
 
 from __future__ import annotations

@@ -421,11 +421,11 @@ def predict_fft_configs(
     ranks: int, n: int, machine_name: str = "lassen", *, comm_only: bool = False
 ) -> dict[int, float]:
     """Predicted seconds of one Riesz transform per configuration at ``ranks`` (one rank per
-    node of the machine): the simulated reshapes (grapeshot.exchange.simulate: MPICH's
+    node of the machine): the simulated reshapes (grapeshot.sim.exchange: MPICH's
     scattered all-to-all-v, or every point-to-point message posted in rank order) plus, unless
     ``comm_only``, the measured local FFT work (strided or reordered)."""
-    from grapeshot.exchange.simulate import simulate_exchange
     from grapeshot.model.presets import preset
+    from grapeshot.sim.exchange import simulate_exchange
 
     machine = preset(machine_name)
     comm_cost: dict[tuple[bool, bool], float] = {}
@@ -508,7 +508,7 @@ def beatnik_fig9(quick: bool) -> ReproResult:
         f"Predicted at {big} ranks ({n_big}^2 nodes, Beatnik's weak scaling of 4864^2 on 4), "
         f"one rank per node of the lassen preset: order fastest first {order}. Beatnik "
         "(figure 9): all-to-all is worse on few ranks and better on many.",
-        "The prediction models communication (grapeshot.exchange.simulate) and local FFT work "
+        "The prediction models communication (grapeshot.sim.exchange) and local FFT work "
         "(measured here); it has no GPU, no packing cost and no heFFTe-internal overlap.",
         "Scaling shapes (figures 3-4) are the predicted Riesz transform time of config 6: "
         "weak (4864^2 x ranks/4 nodes) and strong (4864^2 nodes).",

@@ -1,6 +1,6 @@
 """Repro entries of Wang, Lin & Ranka, CM-5 all-to-many (002): tables 2, 4, 5, 6.
 
-Every number of ours is a prediction of the simulator (:mod:`grapeshot.exchange.simulate`) on
+Every number of ours is a prediction of the simulator (:mod:`grapeshot.sim.exchange`) on
 the ``cm5`` preset (32 nodes, 60 us, 9 MB/s, one message received at a time), averaged over
 the test set's patterns; the paper's are measurements on a 32-node CM-5.
 """
@@ -16,10 +16,10 @@ import numpy as np
 
 from grapeshot.exchange.pattern import Pattern
 from grapeshot.exchange.schedules import make_schedule
-from grapeshot.exchange.simulate import simulate_contention, simulate_exchange
 from grapeshot.exchange.workloads import airfoil, nonuniform, regular
 from grapeshot.model.presets import preset
 from grapeshot.report.repro_result import ReproEntry, ReproResult, ReproRow
+from grapeshot.sim.exchange import simulate_contention, simulate_exchange
 from grapeshot.sim.network import network_model
 
 #: Section 2.3: an Active Message costs 1.6 us to send and 1.7 us to receive; one inquiry's

@@ -1,6 +1,6 @@
 """Time every algorithm for real on this machine's MPI ranks, and predict the same runs.
 
-Run: ``mpiexec -n N python -m grapeshot.exchange.mpi_measure [--repeat K] [--out FILE]``.
+Run: ``mpiexec -n N python benchmarks/bench_exchange_mpi.py [--repeat K] [--out FILE]``.
 
 1. One shift exchange (:func:`shift_probe`: every rank sends to the next, median over
    repeats) at 8 B .. 2 MiB, fitted to ``latency + bytes / bandwidth``
@@ -31,8 +31,8 @@ import numpy as np
 from grapeshot.exchange.mpi_exchange import ExchangePlan, tas_round_trip
 from grapeshot.exchange.payload import make_sends, verify_received
 from grapeshot.exchange.schedules import ALGORITHMS, TABLE_ALGORITHMS, make_schedule
-from grapeshot.exchange.simulate import simulate_exchange
 from grapeshot.exchange.workloads import airfoil, nonuniform, regular
+from grapeshot.sim.exchange import simulate_exchange
 
 
 def loaded_ping_pong(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray]:
