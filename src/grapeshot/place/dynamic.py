@@ -28,6 +28,7 @@ from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
 from grapeshot.place.rebalance import BirdshotBestOfK, BirdshotDynamic
 from grapeshot.place.speculative import Speculative
+from grapeshot.place.treematch_lb import TreeMatchLB
 
 
 @runtime_checkable
@@ -268,7 +269,7 @@ DYNAMIC_STRATEGIES: Mapping[str, Callable[..., DynamicStrategy]] = MappingProxyT
         "speculative": Speculative,
         "birdshot-dynamic": BirdshotDynamic,
         "birdshot-best-of-k": BirdshotBestOfK,
-        "treematch-lb": __import__("grapeshot.place.treematch_lb").place.treematch_lb.TreeMatchLB,
+        "treematch-lb": TreeMatchLB,
     }
 )
 
