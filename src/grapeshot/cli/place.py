@@ -1,4 +1,4 @@
-"""``grapeshot place``: place a workload on a machine with a static strategy."""
+"""``grapeshot place``: place a workload on a machine, statically or replaying a dynamic one."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import typer
 from rich.table import Table
 
 from grapeshot.cli.output import console, emit_json, warn
+from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
-from grapeshot.model.placement import placement_metrics, save_placement
+from grapeshot.model.placement import Placement, placement_metrics, save_placement
 from grapeshot.model.source import open_workload
 from grapeshot.model.synthetic import describe_kinds
 from grapeshot.place import STATIC_STRATEGIES, place
@@ -28,9 +29,30 @@ def place_command(
         str,
         typer.Option(
             "--strategy",
-            help=f"Static strategy: {', '.join(STATIC_STRATEGIES)}.",
+            help=f"Static strategy ({', '.join(STATIC_STRATEGIES)}) or a dynamic one, replayed "
+            "over the trace's steps: reactive, greedy, refine, greedy-refine, greedy-comm, "
+            "refine-comm, speculative, birdshot-dynamic, birdshot-best-of-k, treematch-lb "
+            "(docs/dynamic.md).",
         ),
     ] = "birdshot",
+    interval: Annotated[
+        int | None,
+        typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold", help="Dynamic strategies: tolerated load over the average (fraction)."
+        ),
+    ] = None,
+    balancer: Annotated[
+        str | None,
+        typer.Option("--balancer", help="reactive: how it rebalances (docs/dynamic.md)."),
+    ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option("--window", help="speculative: steps of forecast (FLIP traces)."),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed; same seed, same placement.")] = 0,
     trace: Annotated[
         Path | None,
@@ -59,10 +81,14 @@ def place_command(
 ) -> None:
     """Place a workload's partitions on a machine's nodes and report the load balance.
 
-    Every strategy gives each node a partition count proportional to its cores (within one).
-    The report gives the load imbalance factor LIF = max/mean − 1 of per-node load in each
-    step (its mean and max over the steps), the halo bytes per step that cross between nodes,
-    and how many other nodes each node talks to.
+    Every static strategy gives each node a partition count proportional to its cores
+    (within one). A dynamic strategy starts from its static placement and is replayed over
+    the trace: every --interval steps it sees the costs of the steps since its last call and
+    may move partitions, which then stay there (no time passes: what a move costs in run
+    time is grapeshot simulate's answer). The report gives the load imbalance factor
+    LIF = max/mean − 1 of per-node load in each step (its mean and max over the steps), the
+    halo bytes per step that cross between nodes, how many other nodes each node talks to,
+    and for a dynamic strategy the migrations; --out writes the last step's placement.
     """
     if synthetic == "help":
         console.print(describe_kinds(), highlight=False, markup=False)
@@ -73,8 +99,8 @@ def place_command(
         warn("place", f"{wl.n_parts} partitions on {m.nodes} nodes: {m.nodes - wl.n_parts} "
                       f"nodes get none ({wl.n_parts / m.total_cores:.3g} per core); fewer "
                       "--nodes, or a finer partition grid")  # fmt: skip
-    placement = place(wl, m, strategy, seed=seed)
-    metrics = placement_metrics(placement, wl, m)
+    options = {"interval": interval, "threshold": threshold, "balancer": balancer, "window": window}
+    placement, metrics, replay = _place(wl, m, strategy, seed, **options)
     summary = {
         "strategy": strategy,
         "seed": seed,
@@ -88,6 +114,10 @@ def place_command(
         "bytes_total": metrics.bytes_total,
         "neighbour_nodes_mean": float(metrics.neighbour_nodes.mean()),
     }
+    if replay is not None:
+        summary["migrations"] = len(replay.migrations)
+        summary["migrated_parts"] = sum(mig.parts for mig in replay.migrations)
+        summary["migrated_bytes"] = replay.migrated_bytes
     if out is not None:
         save_placement(out, placement, metrics=summary)
     if figure is not None:
@@ -115,10 +145,40 @@ def place_command(
     share = metrics.bytes_cut / metrics.bytes_total if metrics.bytes_total else 0.0
     table.add_row("halo bytes cut per step", f"{metrics.bytes_cut:,} ({share:.1%} of all)")
     table.add_row("neighbour nodes per node", f"{np.mean(metrics.neighbour_nodes):.1f} mean")
+    if replay is not None:
+        moved = sum(mig.parts for mig in replay.migrations)
+        table.add_row("migrations", f"{len(replay.migrations)} ({moved} partitions moved)")
+        table.add_row("state bytes migrated", f"{replay.migrated_bytes:,}")
     console.print(table)
     for label, path in (("placement", out), ("figure", figure)):
         if path is not None:
             console.print(f"{label} written to {path}")
+
+
+def _place(wl, m, strategy, seed, **options):
+    """(placement, metrics, replay or None) of a static or a replayed dynamic strategy."""
+    from grapeshot.place.dynamic import DYNAMIC_STRATEGIES
+
+    given = {k: v for k, v in options.items() if v is not None}
+    if strategy not in DYNAMIC_STRATEGIES:
+        if strategy not in STATIC_STRATEGIES:
+            valid = ", ".join([*STATIC_STRATEGIES, *DYNAMIC_STRATEGIES])
+            raise InputError("--strategy", f"unknown strategy {strategy!r}", f"one of: {valid}")
+        for key in given:
+            raise InputError(f"--{key}", f"given with the static strategy {strategy}",
+                             "a dynamic --strategy (docs/dynamic.md)")  # fmt: skip
+        placement = place(wl, m, strategy, seed=seed)
+        return placement, placement_metrics(placement, wl, m), None
+    from grapeshot.place.replay import cells_per_part, replay_dynamic, replay_metrics
+    from grapeshot.sim.program import DEFAULT_STATE_BYTES_PER_CELL
+    from grapeshot.sim.sweep import dynamic_strategy
+
+    dynamic = dynamic_strategy(strategy, wl, m, seed, given)
+    initial = place(wl, m, dynamic.initial, seed=seed).node_of
+    state_bytes = cells_per_part(wl) * DEFAULT_STATE_BYTES_PER_CELL
+    replay = replay_dynamic(wl, m, dynamic, initial, state_bytes)
+    final = Placement(node_of=replay.node_of[-1], nodes=m.nodes, strategy=strategy, seed=seed)
+    return final, replay_metrics(replay, wl, m), replay
 
 
 def register(app: typer.Typer) -> None:
