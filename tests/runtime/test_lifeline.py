@@ -145,3 +145,31 @@ def test_the_block_restores_the_process_handling() -> None:
         assert signal.getsignal(signal.SIGINT) is not before[signal.SIGINT]
     assert {s: signal.getsignal(s) for s in SIGNALS} == before
     assert signal.set_wakeup_fd(-1) == -1  # no wakeup descriptor left behind
+
+
+def test_a_start_that_outlasts_its_deadline_ends_with_one_line() -> None:
+    code = (
+        "import time\n"
+        "from grapeshot.runtime.lifeline import lifeline\n"
+        "with lifeline() as guard:\n"
+        "    with guard.deadline(0.5, 'while starting'):\n"
+        "        pass\n"  # a start that finishes in time leaves the run alone
+        "    with guard.deadline(0.5, 'while starting'):\n"
+        "        time.sleep(600)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=GUARD, cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "grapeshot: error: no progress for 0.5 s while starting (--timeout); every rank stops\n"
+    )
+
+
+@pytest.mark.mpi
+def test_a_bad_timeout_and_a_usage_error_under_mpiexec_print_once() -> None:
+    for extra in (["--timeout", "-1"], ["--partz", "2"]):
+        cmd = [mpiexec(), "-n", "2", sys.executable, "-m", "grapeshot.cli.main", "run", "swe",
+               "--steps", "2", *extra]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=GUARD, cwd=ROOT)
+        assert proc.returncode == 2
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -228,7 +228,8 @@ def main(argv: list[str] | None = None) -> None:
         # Not standalone: click's own usage errors come back here to be printed as one line.
         code = app(args=argv, prog_name="grapeshot", standalone_mode=False)
     except GrapeshotError as exc:
-        sys.stderr.write(f"grapeshot: error: {exc}\n")
+        if _launcher_rank()[0] == 0:  # under mpiexec: one line, not one per rank
+            sys.stderr.write(f"grapeshot: error: {exc}\n")
         sys.exit(2)
     except _CLICK_ERRORS as exc:
         if type(exc).__name__ == "NoArgsIsHelpError" or exc.format_message().startswith("Usage:"):
@@ -237,6 +238,8 @@ def main(argv: list[str] | None = None) -> None:
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else "grapeshot"
         message = " ".join(exc.format_message().split()).rstrip(".")
+        if _launcher_rank()[0] != 0:
+            sys.exit(exc.exit_code)
         sys.stderr.write(f"{where}: error: {message[:1].lower()}{message[1:]} "
                          f"(see '{where} --help')\n")  # fmt: skip
         sys.exit(exc.exit_code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -223,8 +224,14 @@ def run_command(
     """
     from grapeshot.runtime.lifeline import lifeline
 
+    if not 0 < timeout < float("inf"):
+        raise InputError("--timeout", f"got {timeout}", "seconds > 0")
+
     # Ctrl-C, SIGTERM or a dead launcher ends every rank at once, start-up included.
-    with lifeline() as guard:
+    with lifeline() as guard, contextlib.ExitStack() as starting:
+        # --timeout covers the start too (imports, MPI start-up, building the program), until
+        # the executor's own watch takes over.
+        starting.enter_context(guard.deadline(timeout, "while starting"))
         # MPI_Init runs inside this import and holds the GIL: no Python code runs until it
         # returns, so a signal must end the process without Python's help meanwhile.
         with guard.uncaught():
@@ -275,6 +282,7 @@ def run_command(
                 disable=rank != 0 or as_json or not console.is_terminal,
             ) as bar:
                 task = bar.add_task(f"{app_name} {scene}", total=steps)
+                starting.close()
                 outcome = run_program(
                     program,
                     steps=steps,

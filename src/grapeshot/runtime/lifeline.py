@@ -125,8 +125,32 @@ def _start_watchdog(rank: int, poll: float) -> subprocess.Popen[bytes] | None:
 class Guard:
     """What :func:`lifeline` yields: the handlers it installed, to step aside briefly."""
 
-    def __init__(self, handler: object) -> None:
+    def __init__(self, handler: object, rank: int = 0) -> None:
         self._handler = handler
+        self._rank = rank
+
+    @contextlib.contextmanager
+    def deadline(self, seconds: float, what: str) -> Iterator[None]:
+        """End the process (status 1, one line on rank 0) if the block outlasts ``seconds``.
+
+        For the start of a run, before the executor's own ``--timeout`` watch begins: a rank
+        waiting in a broadcast for a rank that never comes (the GIL is released there) ends
+        instead of waiting for ever. C code that holds the GIL (``MPI_Init``) delays the end
+        until it returns.
+        """
+        done = threading.Event()
+
+        def expire() -> None:
+            if not done.wait(seconds):
+                _end(1, f"no progress for {seconds:g} s {what} (--timeout)", self._rank)
+
+        timer = threading.Thread(target=expire, name="grapeshot-deadline", daemon=True)
+        timer.start()
+        try:
+            yield
+        finally:
+            done.set()
+            timer.join()
 
     @contextlib.contextmanager
     def uncaught(self) -> Iterator[None]:
@@ -163,10 +187,10 @@ def lifeline(*, rank: int | None = None, poll: float = 0.25) -> Iterator[Guard]:
     exit the previous handlers and wakeup descriptor are restored: a process that calls
     the command line several times (tests) keeps its own handling.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield Guard(signal.SIG_DFL)
-        return
     who = launcher_rank() if rank is None else rank
+    if threading.current_thread() is not threading.main_thread():
+        yield Guard(signal.SIG_DFL, who)
+        return
     reader, writer = socket.socketpair()
     reader.setblocking(False)
     writer.setblocking(False)
@@ -183,7 +207,7 @@ def lifeline(*, rank: int | None = None, poll: float = 0.25) -> Iterator[Guard]:
     watcher.start()
     dog = _start_watchdog(who, poll)
     try:
-        yield Guard(on_signal)
+        yield Guard(on_signal, who)
     finally:
         if dog is not None:
             dog.kill()
