@@ -16,6 +16,8 @@ EXAMPLES = ROOT / "examples"
 SCRIPTS = sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".sh", ".py"))
 #: Examples whose output depends on the host's speed (real MPI runs): run, not compared.
 TIMED = {"05_run.sh"}
+#: Examples that start MPI ranks (marked ``mpi``).
+MPI = TIMED | {"11_zmodel.sh"}
 
 
 def _env(out: Path) -> dict[str, str]:
@@ -42,7 +44,7 @@ def test_every_example_is_listed_and_has_an_expected_output() -> None:
 
 @pytest.mark.parametrize(
     "script",
-    [pytest.param(s, marks=pytest.mark.mpi) if s.name in TIMED else s for s in SCRIPTS],
+    [pytest.param(s, marks=pytest.mark.mpi) if s.name in MPI else s for s in SCRIPTS],
     ids=[s.name for s in SCRIPTS],
 )
 def test_example_runs(script: Path, tmp_path: Path) -> None:

@@ -115,9 +115,10 @@ def place_command(
         "neighbour_nodes_mean": float(metrics.neighbour_nodes.mean()),
     }
     if replay is not None:
-        summary["migrations"] = len(replay.migrations)
-        summary["migrated_parts"] = sum(mig.parts for mig in replay.migrations)
+        # As in simulate: migrations counts partitions moved; rebalances, the calls that moved.
+        summary["migrations"] = sum(mig.parts for mig in replay.migrations)
         summary["migrated_bytes"] = replay.migrated_bytes
+        summary["rebalances"] = len(replay.migrations)
     if out is not None:
         save_placement(out, placement, metrics=summary)
     if figure is not None:
@@ -147,7 +148,7 @@ def place_command(
     table.add_row("neighbour nodes per node", f"{np.mean(metrics.neighbour_nodes):.1f} mean")
     if replay is not None:
         moved = sum(mig.parts for mig in replay.migrations)
-        table.add_row("migrations", f"{len(replay.migrations)} ({moved} partitions moved)")
+        table.add_row("migrations", f"{moved} partitions in {len(replay.migrations)} rebalances")
         table.add_row("state bytes migrated", f"{replay.migrated_bytes:,}")
     console.print(table)
     for label, path in (("placement", out), ("figure", figure)):
