@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grapeshot.exchange.pattern import (
@@ -16,6 +16,7 @@ from grapeshot.exchange.pattern import (
 from grapeshot.exchange.spec import format_pattern, load_pattern, parse_pattern_text, parse_spec
 from grapeshot.exchange.workloads import airfoil, nonuniform, regular
 from grapeshot.model.errors import InputError
+from tests.fuzz import fuzz
 
 
 def test_com_from_send_lists_and_generate_recv_agree() -> None:
@@ -92,7 +93,7 @@ def test_spec_refusals_name_the_field(spec, field) -> None:
     assert field in str(exc.value)
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz()
 @given(st.text(max_size=40))
 def test_spec_parser_fuzz_never_tracebacks(text) -> None:
     try:
@@ -131,7 +132,7 @@ def test_pattern_file_refusals_name_the_line(text, where) -> None:
     assert where in str(exc.value) and "f.txt" in str(exc.value)
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz()
 @given(st.lists(st.text(alphabet="ranks 0123456789-#x\t", max_size=20), max_size=8))
 def test_pattern_file_fuzz_never_tracebacks(lines) -> None:
     try:

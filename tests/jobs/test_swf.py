@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grapeshot.jobs.swf import format_swf, parse_swf_text, read_swf
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
+from tests.fuzz import fuzz
 
 SWF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "swf"
-FUZZ = int(os.environ.get("GRAPESHOT_FUZZ_EXAMPLES", "1500"))
 GOOD = "1 0 5 100 4 -1 -1 4 200 -1 1 3 1 -1 -1 1 -1 -1"
 
 
@@ -74,7 +73,7 @@ _line = st.one_of(
 )
 
 
-@settings(max_examples=FUZZ, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz(1.5)
 @given(st.lists(_line, max_size=6))
 def test_fuzz_never_a_traceback(lines: list[str]) -> None:
     text = "\n".join(lines)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grapeshot.jobs.clean import clean, flurry_mask
@@ -18,8 +16,7 @@ from grapeshot.jobs.sacct import parse_sacct_text
 from grapeshot.jobs.simulate import Machine, simulate
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
-
-FUZZ = int(os.environ.get("GRAPESHOT_FUZZ_EXAMPLES", "1500"))
+from tests.fuzz import fuzz
 
 
 def test_cleaning_steps_are_counted() -> None:
@@ -119,7 +116,7 @@ def test_sacct_reader() -> None:
         parse_sacct_text("JobID|Submit\n1|2024-01-01T00:00:00\n")
 
 
-@settings(max_examples=FUZZ // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@fuzz(0.75)
 @given(st.lists(st.text(alphabet="0123456789|:-T.GMnc xUNLIMITEDab", max_size=70), max_size=5))
 def test_sacct_fuzz_never_a_traceback(rows: list[str]) -> None:
     text = SACCT.splitlines()[0] + "\n" + "\n".join(rows)

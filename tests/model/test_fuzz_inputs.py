@@ -11,7 +11,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grapeshot.model.errors import InputError
@@ -19,12 +19,12 @@ from grapeshot.model.machine import Machine
 from grapeshot.model.machine_file import load_machine_file
 from grapeshot.model.placement import Placement, load_placement
 from grapeshot.model.synthetic import parse_spec
+from tests.fuzz import fuzz
 
-#: 10,000 cases over the seven tests (issue 15): the SPEC parser is pure and fast, the file
-#: readers go through a temporary file each.
-SETTINGS = settings(max_examples=1000, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
-SPEC_SETTINGS = settings(SETTINGS, max_examples=3000)
+#: The file readers go through a temporary file each: a third of the cases; the SPEC
+#: parser is pure and fast: all of them.
+SETTINGS = fuzz(0.35)
+SPEC_SETTINGS = fuzz()
 
 MACHINE_TOML = """\
 name = "fuzz"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from grapeshot.model.errors import InputError
@@ -21,6 +21,7 @@ from grapeshot.model.topology import (
     torus_box,
 )
 from grapeshot.sim.network import network_model, torus_dims
+from tests.fuzz import fuzz
 
 
 def test_tleaf_of_the_issue() -> None:
@@ -125,7 +126,7 @@ def test_bad_tleaf_names_the_field(text: str) -> None:
     assert info.value.where == f"--tleaf: {BAD_TLEAF[text]}"
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz()
 @given(st.text(max_size=40))
 def test_tleaf_parser_fuzz_text(text: str) -> None:
     try:
@@ -136,7 +137,7 @@ def test_tleaf_parser_fuzz_text(text: str) -> None:
         assert t.leaves >= 1
 
 
-@settings(max_examples=200, deadline=None)
+@fuzz()
 @given(
     st.lists(
         st.one_of(
@@ -205,7 +206,7 @@ HEADERS = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@fuzz(0.3)
 @given(st.sampled_from(HEADERS), st.text(alphabet="0123456789 .-e\n%x", max_size=60))
 def test_matrix_reader_fuzz(tmp_path_factory, header: str, body: str) -> None:
     path = tmp_path_factory.mktemp("mm") / "f.mtx"
@@ -219,7 +220,7 @@ def test_matrix_reader_fuzz(tmp_path_factory, header: str, body: str) -> None:
         assert a.nnz == 0 or a.data.min() >= 0
 
 
-@settings(max_examples=60, deadline=None)
+@fuzz(0.1)
 @given(st.binary(max_size=80))
 def test_matrix_reader_fuzz_bytes(tmp_path_factory, data: bytes) -> None:
     path = tmp_path_factory.mktemp("mmb") / "f.mtx"
