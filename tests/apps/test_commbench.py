@@ -8,7 +8,9 @@ from grapeshot.apps.commbench import (
     CHUNK_BYTES,
     COMPUTE,
     SCENES,
+    SMALL_CHUNK_BYTES,
     commbench_matrix,
+    make_program,
     make_trace,
 )
 from grapeshot.model.errors import InputError
@@ -95,7 +97,7 @@ def test_trace_scenes_cells_and_compute() -> None:
     assert w.domain_shape == (32, 32)
     assert np.all(w.halo.nbytes == 4096)
     assert np.all(w.cost == 0.0)
-    assert set(SCENES) == {"default", "uniform-sizes"}
+    assert set(SCENES) == {"default", "uniform-sizes", "small"}
     assert get_app("commbench").make_trace is make_trace
 
 
@@ -119,5 +121,86 @@ def test_trace_scenes_cells_and_compute() -> None:
     ],
 )
 def test_bad_input(call, where: str) -> None:
+    with pytest.raises(InputError, match=f"^{where}"):
+        call()
+
+
+# --- the runnable program ---------------------------------------------------------------------
+
+
+def test_program_sends_the_trace_messages_with_real_bytes() -> None:
+    from grapeshot.runtime.serial import run_serial
+
+    program = make_program("small", (4, 3), seed=3)
+    run = run_serial(program, 3)
+    m = commbench_matrix(12, chunk_bytes=SMALL_CHUNK_BYTES, seed=3)
+    sent = np.zeros((12, 12), dtype=np.int64)
+    for (src, dst), nbytes in run.halo_bytes.items():
+        sent[src, dst] = nbytes
+    assert np.array_equal(sent, 3 * m.toarray())  # the trace's graph, every step, real bytes
+    w = run.workload("work")
+    assert np.array_equal(w.halo.nbytes, m.data)  # bytes per step
+    assert np.all(run.work == 8 * 8)  # default 8 x 8 cells per chare
+    assert run.time == 3.0
+
+
+def test_program_digest_is_deterministic_and_depends_on_every_arrival() -> None:
+    from grapeshot.runtime.serial import run_serial
+
+    a = run_serial(make_program("small", (4, 4), seed=1), 4).digest()
+    assert a == run_serial(make_program("small", (4, 4), seed=1), 4).digest()
+    assert a != run_serial(make_program("small", (4, 4), seed=2), 4).digest()
+    program = make_program("small", (4, 4), seed=1)
+    boxes, graph = program.boxes(), program.phases[0].graph
+    chunks = [(q, graph.pack(program.init_block(boxes[q]), boxes[q], 0)) for q in (1, 2)]
+    mixes = []
+    for order in (chunks, chunks[::-1]):
+        block = program.init_block(boxes[0])
+        graph.unpack(block, boxes[0], order)
+        mixes.append(int(block["mix"][0]))
+    assert mixes[0] != mixes[1]  # the fold sees the arrival order, which executors fix
+
+
+def test_program_refuses_a_corrupted_or_misrouted_chunk() -> None:
+    from grapeshot.model.program import SimulationError
+
+    program = make_program("small", (2, 2), seed=0)
+    boxes = program.boxes()
+    graph = program.phases[0].graph
+    block = program.init_block(boxes[0])
+    src = 1
+    buf = graph.pack(program.init_block(boxes[src]), boxes[src], 0)
+    buf[100] ^= 1
+    with pytest.raises(SimulationError, match="corrupted"):
+        graph.unpack(block, boxes[0], [(src, buf)])
+    good = graph.pack(program.init_block(boxes[src]), boxes[src], 0)
+    with pytest.raises(SimulationError, match="corrupted"):  # labelled as another sender
+        graph.unpack(block, boxes[0], [(3, good[: program.sizes[3]])])
+    with pytest.raises(SimulationError, match="expected"):
+        graph.unpack(block, boxes[0], [(src, good[:-1])])
+
+
+def test_program_is_registered_runnable() -> None:
+    from grapeshot.apps import APPS
+
+    assert APPS["commbench"].runnable
+    assert get_app("commbench").make_program is make_program
+    program = make_program("default", (2, 2, 2), cells=4, seed=0)
+    assert program.domain_shape == (4, 4, 4) and program.n_parts == 8
+    assert np.all((program.sizes >= CHUNK_BYTES // 2) & (program.sizes < 3 * CHUNK_BYTES // 2))
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        (lambda: make_program("nope", (2, 2)), "scene"),
+        (lambda: make_program("small", (2,)), "parts"),
+        (lambda: make_program("small", (1, 2)), "parts"),
+        (lambda: make_program("small", (4, 4), cells=2), "parts"),
+        (lambda: make_program("small", (2, 2), cells="x"), "cells"),
+        (lambda: make_program("small", (2, 2), seed=None), "seed"),
+    ],
+)
+def test_program_bad_input(call, where: str) -> None:
     with pytest.raises(InputError, match=f"^{where}"):
         call()

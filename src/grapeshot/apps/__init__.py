@@ -38,7 +38,7 @@ APPS: dict[str, AppSpec] = {
         "wavefront", "fronts from point sources, work in the narrow band (Lassen style)", True
     ),
     "flip": AppSpec("flip", "FLIP water on a MAC grid with pressure projection (trace)", False),
-    "commbench": AppSpec("commbench", "CommBench: chunks to two random chares (trace)", False),
+    "commbench": AppSpec("commbench", "CommBench: chunks of real bytes to two random chares", True),
     "zmodel": AppSpec("zmodel", "Beatnik Z-Model: points per space micro-partition (trace)", False),
 }
 

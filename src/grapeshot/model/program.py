@@ -6,6 +6,9 @@ arrays holding its state (grid fields with ``ghost`` layers on every side, parti
 anything the app needs). Every step runs the program's :class:`Phase` list in order; for each
 phase, on every partition:
 
+0. **graph** (optional, :class:`GraphExchange`): each partition packs a buffer for each of
+   its fixed destination partitions, anywhere in the grid; every executor delivers them and
+   each partition unpacks what it got, in sender order (CommBench's messages).
 1. **exchange** (optional): each partition packs, for each neighbour, one flat numpy buffer
    (:attr:`Exchange.pack`); the executor delivers it and the neighbour unpacks it
    (:attr:`Exchange.unpack`) — by memory copy on one node, by MPI between nodes. Then
@@ -214,6 +217,52 @@ class Exchange:
         return self.__dict__["_unpacker"]
 
 
+@dataclass(frozen=True)
+class GraphExchange:
+    """Payloads to arbitrary partitions before a phase (a message graph, not a stencil).
+
+    Every round, each partition ``p`` packs one flat buffer for each of its destinations
+    ``targets(box_p)`` (a fixed list for the whole run, repeats allowed); every executor
+    delivers them, then each partition unpacks everything it received in one call, ordered by
+    sender id and, for one sender, by the position of the destination in its list. Packing
+    happens on every partition before any unpacking, so what a partition sends does not depend
+    on what it receives in the same round.
+
+    Parameters
+    ----------
+    targets
+        ``targets(box)``: destination partition ids of ``box``'s partition (not itself).
+    pack
+        ``pack(block, box, j)``: the buffer for ``targets(box)[j]``, a numpy array of at most
+        4 dimensions (a copy: the kernel goes on writing the block).
+    unpack
+        ``unpack(block, box, arrived)``: ``arrived`` is a list of ``(src, buffer)`` in the
+        order above.
+    nbytes
+        ``nbytes(box)``: bytes of each buffer ``pack`` returns, per target (the expected size
+        per round; what comm-aware placement strategies weigh before the run).
+    """
+
+    targets: Callable[[Box], Sequence[int]]
+    pack: Callable[[Block, Box, int], np.ndarray]
+    unpack: Callable[[Block, Box, list[tuple[int, np.ndarray]]], None]
+    nbytes: Callable[[Box], Sequence[int]]
+
+
+def graph_targets(graph: GraphExchange, boxes: Sequence[Box]) -> list[tuple[int, ...]]:
+    """Every partition's destinations (checked: ids in range, never the partition itself)."""
+    out = []
+    n = len(boxes)
+    for box in boxes:
+        t = tuple(int(q) for q in graph.targets(box))
+        if any(q < 0 or q >= n or q == box.part for q in t):
+            raise ValueError(
+                f"partition {box.part}: graph targets {t} must be other partitions in [0, {n})"
+            )
+        out.append(t)
+    return out
+
+
 REDUCE_OPS = ("min", "max", "sum")
 
 
@@ -327,6 +376,8 @@ class Phase:
     reduce: Reduction | None = None
     migrate: Migration | None = None
     batch: Batch | None = None
+    #: Payloads to arbitrary partitions, delivered and unpacked before ``exchange``.
+    graph: GraphExchange | None = None
 
 
 class Program(ABC):

@@ -323,20 +323,58 @@ def call_steps(dynamic, steps: int) -> list[int]:
 
 
 def halo_comm(program: Program):
-    """``(P, P)`` bytes two partitions exchange per step: one float64 per ghost cell and
-    exchanging phase (the comm-aware strategies' halo graph; custom packers are not sized)."""
+    """``(P, P)`` bytes two partitions exchange per step, both directions summed: one float64
+    per ghost cell and grid-exchanging phase (custom packers are not sized), plus every graph
+    exchange's buffers (:attr:`GraphExchange.nbytes`; CommBench's message graph). The
+    comm-aware strategies' halo graph."""
     from scipy import sparse
 
+    from grapeshot.model.program import graph_targets
     from grapeshot.model.workload import grid_halo
 
-    exchanges = max(1, sum(phase.exchange is not None for phase in program.phases))
-    halo = grid_halo(
-        program.domain_shape, program.parts_shape, ghost=program.ghost, cell_bytes=8 * exchanges
-    )
     n = program.n_parts
-    src = np.repeat(np.arange(n), np.diff(halo.indptr))
-    m = sparse.csr_array((halo.nbytes.astype(np.float64), (src, halo.indices)), shape=(n, n))
+    exchanges = sum(phase.exchange is not None for phase in program.phases)
+    graphs = [phase.graph for phase in program.phases if phase.graph is not None]
+    m = sparse.csr_array((n, n), dtype=np.float64)
+    if exchanges or not graphs:
+        halo = grid_halo(
+            program.domain_shape,
+            program.parts_shape,
+            ghost=program.ghost,
+            cell_bytes=8 * max(1, exchanges),
+        )
+        src = np.repeat(np.arange(n), np.diff(halo.indptr))
+        m = sparse.csr_array((halo.nbytes.astype(np.float64), (src, halo.indices)), shape=(n, n))
+    if graphs:
+        boxes = program.boxes()
+        rows, cols, sizes = [], [], []
+        for graph in graphs:
+            for box, targets in zip(boxes, graph_targets(graph, boxes), strict=True):
+                nbytes = [float(b) for b in graph.nbytes(box)]
+                if len(nbytes) != len(targets):
+                    raise ValueError(
+                        f"partition {box.part}: graph nbytes has {len(nbytes)} entries for "
+                        f"{len(targets)} targets"
+                    )
+                rows.extend([box.part] * len(targets))
+                cols.extend(targets)
+                sizes.extend(nbytes)
+        # coo -> csr sums repeated pairs.
+        m = m + sparse.csr_array((sizes, (rows, cols)), shape=(n, n), dtype=np.float64)
     return (m + m.T).tocsr()
+
+
+#: Dynamic strategies that map onto the machine's tree and network: the run gives them the
+#: ranks as a machine (one node per rank, ``threads`` cores each, flat network). The others
+#: keep ``machine=None`` (their default communication costs).
+_WANTS_MACHINE = ("treematch-lb",)
+
+
+def _ranks_machine(size: int, threads: int):
+    """The ranks of a run as a :class:`~grapeshot.model.machine.Machine`."""
+    from grapeshot.model.machine import Machine, NodeTree
+
+    return Machine("mpi-ranks", size, NodeTree((("core", int(threads)),)))
 
 
 def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwargs):
@@ -349,6 +387,9 @@ def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwarg
     start, start_time, migrated = 0, 0.0, 0
     halo = halo_comm(program) if rank == 0 else None
     cores = np.full(size, kwargs["threads"], dtype=np.int64)
+    machine = None
+    if rank == 0 and getattr(dynamic, "name", None) in _WANTS_MACHINE:
+        machine = _ranks_machine(size, kwargs["threads"])
     for cut in [*call_steps(dynamic, steps), steps]:
         r = run_tasks(
             program, current, cut - start, blocks=blocks, start_step=start,
@@ -368,7 +409,7 @@ def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwarg
             try:
                 proposal = dynamic.rebalance(
                     step=cut, loads=loads, node_of=current.astype(np.int64), cores=cores.copy(),
-                    state_bytes=_state_bytes(program, r, work), comm=halo, machine=None,
+                    state_bytes=_state_bytes(program, r, work), comm=halo, machine=machine,
                 )  # fmt: skip
                 if proposal is not None:
                     proposal = np.asarray(proposal, dtype=np.int32)

@@ -14,6 +14,11 @@ a handful of index arrays, so packing a message is one compiled gather, unpackin
 and every local halo one compiled copy. Custom packers (particles) are called per buffer, as
 they must be, but still travel one message per rank pair.
 
+A phase with a graph exchange (payloads to arbitrary partitions, CommBench's messages) first
+sends one message per destination rank holding every buffer for it, hands the local ones over
+in memory, receives one message from each rank that sends to it and unpacks, in sender
+order, before the phase's halo exchange and tasks; grid phases never pay for it.
+
 A phase with a :class:`~grapeshot.model.program.Batch` runs each set of ready partitions in
 one compiled call that stamps every task's start, so no Python runs between its tasks.
 
@@ -45,12 +50,21 @@ from grapeshot.model.program import (
     Phase,
     Program,
     SimulationError,
+    graph_targets,
     neighbour_offsets,
 )
 from grapeshot.runtime.copies import copy_within, gather, scatter
-from grapeshot.runtime.halo_plan import Arena, GridPlan, grid_plan, rank_links
+from grapeshot.runtime.halo_plan import (
+    Arena,
+    GraphPlan,
+    GridPlan,
+    graph_plan,
+    grid_plan,
+    rank_links,
+)
 from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import (
+    GRAPH,
     HALO,
     MIGRANTS,
     decode_items,
@@ -296,6 +310,11 @@ class _Runner:
             if ph.exchange is not None and _is_grid(ph)
         }
         self.rounds = dict.fromkeys(self.plans, 0)
+        self.graph_plans: dict[int, GraphPlan] = {
+            k: graph_plan(graph_targets(ph.graph, self.boxes), node_of, self.rank)
+            for k, ph in enumerate(program.phases)
+            if ph.graph is not None
+        }
         self.sources = self.links.sources
         # Which local partitions (positions) each source rank's message completes a part of.
         self.feeds = {r: np.flatnonzero(self.links.waits_on[j]) for j, r in enumerate(self.sources)}
@@ -395,6 +414,8 @@ class _Runner:
         )
 
     def run_phase(self, step: int, k: int, phase: Phase, ctx: Context) -> None:
+        if phase.graph is not None:
+            self.graph_round(step, k, phase)
         start = time.perf_counter() - self.t0
         exchange = phase.exchange
         pending: list[int] = []
@@ -663,6 +684,57 @@ class _Runner:
                 self.count_halo(link.src, link.dst, buf.nbytes)
             self.post(r, encode_items(step, k, HALO, items))
 
+    def graph_round(self, step: int, k: int, phase: Phase) -> None:
+        """One round of phase ``k``'s graph exchange, before its grid exchange and tasks.
+
+        Packs every buffer of the local partitions (one message per destination rank, local
+        buffers handed over in memory), receives one message from each source rank, then
+        unpacks each local partition's arrivals in sender order, on this thread.
+        """
+        graph, plan = phase.graph, self.graph_plans[k]
+        blocks, boxes, position = self.blocks, self.boxes, self.position
+        arrived: list[list[tuple[int, np.ndarray]]] = [[] for _ in self.local]
+        t = time.perf_counter()
+        src = -1
+        try:
+            for src, j, dst in plan.local:
+                buf = graph.pack(blocks[src], boxes[src], j)
+                arrived[position[dst]].append((src, buf))
+                self.count_halo(src, dst, buf.nbytes)
+            for r, entries in plan.send.items():
+                items = []
+                for src, j, dst in entries:
+                    buf = graph.pack(blocks[src], boxes[src], j)
+                    items.append((dst, src, buf))
+                    self.count_halo(src, dst, buf.nbytes)
+                raw = encode_items(step, k, GRAPH, items)
+                self.copied_bytes += raw.nbytes
+                self.post(r, raw)
+        except BaseException as exc:
+            self.fail(src, step, phase.name, exc)
+            self.abort(self.failure)
+        self.halo_seconds += time.perf_counter() - t
+        pending = list(plan.sources)
+        while pending:
+            self.waiting_for = f"step {step} phase {phase.name!r}: graph buffers from {pending}"
+            source, raw = self.receive((step, k, GRAPH))
+            pending.remove(source)
+            self.copied_bytes += raw.nbytes
+            for dst, sender, buf in decode_items(raw):
+                arrived[position[dst]].append((sender, buf))
+        t = time.perf_counter()
+        p = -1
+        try:
+            for i, p in enumerate(self.local):
+                got = arrived[i]
+                got.sort(key=_sender)  # stable: one sender's buffers stay in target order
+                graph.unpack(blocks[p], boxes[p], got)
+        except BaseException as exc:
+            self.fail(p, step, phase.name, exc)
+            self.abort(self.failure)
+        self.halo_seconds += time.perf_counter() - t
+        self.progress_at = time.perf_counter()
+
     def send_buffer(self, step: int, k: int, r: int, nbytes: int) -> np.ndarray:
         """The message buffer of exchange ``k`` to rank ``r``, reused round after round once
         its last send completed (a fresh buffer of a megabyte costs page faults each time)."""
@@ -859,6 +931,10 @@ class _Runner:
 def _batchable(phase: Phase) -> bool:
     """Whether the runtime may run the phase's batch: no custom packers, no migration."""
     return phase.migrate is None and (phase.exchange is None or _is_grid(phase))
+
+
+def _sender(item: tuple[int, np.ndarray]) -> int:
+    return item[0]
 
 
 def _chunks(items: list, size: int) -> list[list]:

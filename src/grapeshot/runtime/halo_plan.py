@@ -12,6 +12,10 @@ For a placement, every rank computes, for each partition it owns and each neighb
   moves every halo between partitions of the same rank;
 - per partition, how many other ranks it waits on (the readiness counters).
 
+A *graph* exchange (:class:`~grapeshot.model.program.GraphExchange`: payloads to arbitrary
+partitions) is planned by :func:`graph_plan`: which of the rank's buffers stay local, which go
+in the one message to each other rank, and which ranks send to it.
+
 Everything here is pure numpy over one process; :mod:`grapeshot.runtime.executor` only
 applies it.
 """
@@ -245,3 +249,43 @@ def grid_plan(
             nbytes += cells * arena.flat[name].dtype.itemsize
         pair_bytes[(link.src, link.dst)] = nbytes
     return GridPlan(names, local_src, local_dst, send, recv, pair_bytes)
+
+
+@dataclass
+class GraphPlan:
+    """One graph exchange on one rank: ``(src, j, dst)`` = ``src``'s ``j``-th buffer to ``dst``.
+
+    Attributes
+    ----------
+    local
+        Buffers between two partitions of this rank, in ``(src, j)`` order.
+    send
+        ``{rank: entries}``: buffers from this rank's partitions to that rank's, in
+        ``(src, j)`` order (the order of the items in their one message).
+    sources
+        Ranks this rank receives a message from each round, ascending.
+    """
+
+    local: list[tuple[int, int, int]]
+    send: dict[int, list[tuple[int, int, int]]]
+    sources: list[int]
+
+
+def graph_plan(targets: list[tuple[int, ...]], node_of: np.ndarray, rank: int) -> GraphPlan:
+    """The :class:`GraphPlan` of ``rank`` for destinations ``targets[p]`` of every partition
+    under placement ``node_of`` (int array ``(P,)``: rank per partition)."""
+    node_of = np.asarray(node_of)
+    local: list[tuple[int, int, int]] = []
+    send: dict[int, list[tuple[int, int, int]]] = {}
+    sources: set[int] = set()
+    for src, dsts in enumerate(targets):
+        home = int(node_of[src])
+        for j, dst in enumerate(dsts):
+            there = int(node_of[dst])
+            if home == rank and there == rank:
+                local.append((src, j, dst))
+            elif home == rank:
+                send.setdefault(there, []).append((src, j, dst))
+            elif there == rank:
+                sources.add(home)
+    return GraphPlan(local, dict(sorted(send.items())), sorted(sources))

@@ -29,6 +29,12 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
     data, coll = comm.Dup(), comm.Dup()
     try:
         size, rank = data.Get_size(), data.Get_rank()
+        if any(phase.graph is not None for phase in program.phases):
+            raise InputError(
+                "--executor reference",
+                f"does not run graph exchanges ({program.name} has one)",
+                "--executor task or serial",
+            )
         if program.n_parts != size:
             raise InputError(
                 "--executor reference",

@@ -20,6 +20,7 @@ from grapeshot.model.program import (
     Box,
     Context,
     Exchange,
+    GraphExchange,
     Offset,
     Program,
     neighbour_offsets,
@@ -126,6 +127,8 @@ def run_serial(
     for s in range(steps):
         ctx = Context(step=start_step + s, time=t)
         for phase in program.phases:
+            if phase.graph is not None:
+                graph_exchange_all(phase.graph, boxes, blocks, halo_bytes)
             if phase.exchange is not None:
                 exchange_all(phase.exchange, boxes, blocks, offsets, halo_bytes)
             results = []
@@ -179,6 +182,29 @@ def exchange_all(
     if exchange.boundary is not None:
         for box, block in zip(boxes, blocks, strict=True):
             exchange.boundary(block, box)
+
+
+def graph_exchange_all(
+    graph: GraphExchange,
+    boxes: list[Box],
+    blocks: list[Block],
+    halo_bytes: dict[tuple[int, int], int] | None = None,
+) -> None:
+    """One round of a graph exchange between all partitions in one process.
+
+    Every partition packs first; then each unpacks its arrivals ordered by sender id and, for
+    one sender, by destination position (the canonical order of every executor).
+    """
+    halo_bytes = {} if halo_bytes is None else halo_bytes
+    arrived: list[list[tuple[int, np.ndarray]]] = [[] for _ in boxes]
+    for src, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
+        for j, dst in enumerate(graph.targets(box)):
+            buf = graph.pack(block, box, j)
+            arrived[int(dst)].append((src, buf))  # senders in id order: already canonical
+            key = (src, int(dst))
+            halo_bytes[key] = halo_bytes.get(key, 0) + buf.nbytes
+    for box, block, got in zip(boxes, blocks, arrived, strict=True):
+        graph.unpack(block, box, got)
 
 
 def _migrate(migration, boxes, blocks, offsets) -> None:

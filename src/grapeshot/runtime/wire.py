@@ -4,9 +4,10 @@ Every message starts with :data:`HEADER` int64 words: the round it belongs to (s
 kind), the system-clock nanoseconds when it was sent (what the simulator's network is
 calibrated on) and the number of items. A *grid* message (a planned halo exchange) carries
 after the header only the gathered cells, in the order both ends derive from the plan. An
-*item* message (custom packers, emigrants) carries a table of ``n_items`` rows of
+*item* message (custom packers, emigrants, graph exchanges) carries a table of ``n_items`` rows of
 :data:`ITEM` words ``(part, slot, dtype, ndim, shape[4])`` and then each item's raw bytes
-padded to 8, so an item keeps its dtype and shape. Encoding and decoding touch Python once
+padded to 8, so an item keeps its dtype and shape (for a graph exchange, ``part`` is the
+receiving partition and ``slot`` the sending one). Encoding and decoding touch Python once
 per item only to build or return the arrays; the headers are numpy arrays.
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HALO, MIGRANTS = 1, 2
+HALO, MIGRANTS, GRAPH = 1, 2, 3
 HEADER = 5  # step, phase, kind, sent_ns, n_items
 ITEM = 8  # part, slot, dtype char, ndim, shape[4]
 _MAX_NDIM = 4
