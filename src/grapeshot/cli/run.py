@@ -114,7 +114,7 @@ def migration_line(m: Any) -> str:
 
 
 def run_command(
-    app_name: Annotated[str, typer.Argument(metavar="APP", help="sph, swe or wavefront.")],
+    app_name: Annotated[str, typer.Argument(metavar="APP", help="sph, swe, wavefront or commbench.")],
     scene: Annotated[str, typer.Option("--scene", help="Scene of the app.")] = "dambreak",
     parts: Annotated[
         str, typer.Option("--parts", help="Partitions per axis, e.g. 16,16 or 8,8,8.")
@@ -247,7 +247,7 @@ def run_command(
             module = get_app(app_name)
             if not APPS[app_name].runnable:
                 raise InputError(
-                    "APP", f"{app_name} only records traces", "sph, swe or wavefront (or use trace)"
+                    "APP", f"{app_name} only records traces", "sph, swe, wavefront or commbench (or use trace)"
                 )
             part_shape = parse_parts(parts)
             program = module.make_program(
