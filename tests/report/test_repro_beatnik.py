@@ -44,3 +44,26 @@ def test_fig9_eight_configurations():
     assert measured == {} or sorted(measured) == list(range(8))
     weak = res.data["scaling"]["weak"]
     assert len(weak) >= 3 and all(v > 0 for v in weak.values())
+
+
+def test_fig6_7_birdshot_parts_per_rank_study(fig67):
+    study = fig67.data["birdshot_study"]
+    assert [d["parts_per_rank"] for d in study] == [4, 16, 64, 256, 1024]
+    bird = [d["spread"]["birdshot"]["mean"] for d in study]
+    # finer parts first narrow the spread (the roll-up's columns are the grain) ...
+    assert bird[2] < bird[0]
+    # ... then the points are: the random-placement sigma floors near sqrt(R / N)
+    floor = (64 / fig67.data["mesh"] ** 2) ** 0.5
+    assert abs(study[-1]["random_sigma"] - floor) < 0.1 * floor
+    # scattering parts costs ghosts: far more copies than Beatnik's block layout
+    assert study[-1]["ghosts_per_point"]["birdshot"] > 3 * study[0]["ghosts_per_point"]["beatnik"]
+    # the birdshot curve over time runs at the study's chosen count
+    best = min(study, key=lambda d: d["spread"]["birdshot"]["mean"])
+    meets = [d for d in study if d["spread"]["birdshot"]["mean"] <= 0.15]
+    chosen = meets[0] if meets else best
+    assert fig67.data["birdshot_parts"] == chosen["parts"]
+
+
+def test_fig6_7_reactive_strategy_narrows_the_late_spread(fig67):
+    spread = fig67.data["spread_64"]
+    assert spread["reactive"][-1] < 0.6 * spread["beatnik"][-1]

@@ -78,9 +78,27 @@ def zmodel_command(
         typer.Option(
             "--spatial-strategy",
             help="beatnik (block layout), geometric, cyclic, "
-            "sfc, birdshot or greedy (re-placed at every evaluation).",
+            "sfc, birdshot, greedy (re-placed at every evaluation), or the dynamic reactive "
+            "or treematch-lb (re-placed every --spatial-interval evaluations).",
         ),
     ] = "beatnik",
+    spatial_interval: Annotated[
+        int | None,
+        typer.Option(
+            "--spatial-interval",
+            help="Evaluations between calls of a dynamic --spatial-strategy "
+            "(default: the strategy's own interval).",
+        ),
+    ] = None,
+    exchange: Annotated[
+        str | None,
+        typer.Option(
+            "--exchange",
+            help="grapeshot.exchange schedule of the cutoff solver's surface <-> space "
+            "migrations and ghost sends: ac, lp, rsn, rsnh, drsn, nbx, alltoallv or neighbor "
+            "(default: one MPI_Alltoallv each).",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of random strategies.")] = 0,
     beatnik_compat: Annotated[
         bool,
@@ -126,7 +144,17 @@ def zmodel_command(
         )
         if vtk_every < 1:
             raise InputError("--vtk-every", f"got {vtk_every}", "an integer >= 1")
-        spatial = SpatialOptions(_parts(spatial_parts), spatial_strategy, seed)
+        from grapeshot.apps.zmodel.cutoff import DYNAMIC_SPATIAL
+
+        if spatial_interval is not None and spatial_strategy not in DYNAMIC_SPATIAL:
+            raise InputError(
+                "--spatial-interval",
+                f"given with --spatial-strategy {spatial_strategy}",
+                f"a dynamic --spatial-strategy ({', '.join(DYNAMIC_SPATIAL)})",
+            )
+        spatial = SpatialOptions(
+            _parts(spatial_parts), spatial_strategy, seed, spatial_interval, exchange=exchange
+        )
         rec, z, w, be = run(
             params, comm, spatial=spatial, views=write_views, vtk=vtk, vtk_every=vtk_every
         )
@@ -156,6 +184,8 @@ def zmodel_command(
         "fft_config": fft_config,
         "spatial_parts": list(rec.spatial_parts),
         "spatial_strategy": spatial_strategy,
+        "spatial_moves": be.dynamic.moves if be.dynamic is not None else None,
+        "exchange": exchange or "mpi-alltoallv",
         "seconds_per_step": float(rec.step_seconds.mean()) if params.n_steps else 0.0,
         "phase_seconds": {
             p: float(rec.phase_times[:, :, i].sum(axis=0).max()) for i, p in enumerate(PHASES)

@@ -29,6 +29,31 @@ CASES = [
         SpatialOptions((6, 6), "greedy", 0),
     ),
     ("cutoff-free-beatnik", dict(order="high", solver="cutoff", boundary="free", cutoff=0.3), None),
+    (
+        "cutoff-free-reactive",
+        dict(order="high", solver="cutoff", boundary="free", cutoff=0.3),
+        SpatialOptions((7, 7), "reactive", 0, interval=1, options={"threshold": 0.0}),
+    ),
+    (
+        "cutoff-periodic-treematch-lb",
+        dict(order="high", solver="cutoff", boundary="periodic", cutoff=0.3),
+        SpatialOptions((5, 5), "treematch-lb", 0, interval=2, options={"eps": 0.0}),
+    ),
+    (
+        "cutoff-free-birdshot-rsnh",
+        dict(order="high", solver="cutoff", boundary="free", cutoff=0.3),
+        SpatialOptions((8, 8), "birdshot", 3, exchange="rsnh"),
+    ),
+    (
+        "cutoff-periodic-greedy-nbx",
+        dict(order="high", solver="cutoff", boundary="periodic", cutoff=0.3),
+        SpatialOptions((6, 6), "greedy", 0, exchange="nbx"),
+    ),
+    (
+        "cutoff-free-reactive-lp",
+        dict(order="high", solver="cutoff", boundary="free", cutoff=0.3),
+        SpatialOptions((7, 7), "reactive", 0, 1, {"threshold": 0.0}, exchange="lp"),
+    ),
 ] + [
     (f"fft-{c}", dict(order="low", boundary="periodic", fft_config=c, mesh=20), None)
     for c in range(8)
@@ -48,7 +73,8 @@ def main() -> None:
             n = p.nodes
             dz = float(np.abs(zg - zs[:, 2 : 2 + n, 2 : 2 + n]).max())
             dw = float(np.abs(wg - ws[:, 2 : 2 + n, 2 : 2 + n]).max())
-            out[name] = [dz, dw]
+            moves = be.dynamic.moves if be.dynamic is not None else 0
+            out[name] = [dz, dw, moves]
     if comm.Get_rank() == 0:
         print(json.dumps(out))
 

@@ -102,3 +102,66 @@ def test_vts_writer_round_trip(tmp_path):
     n = int(np.frombuffer(raw[start : start + 8], "<u8")[0])
     got = np.frombuffer(raw[start + 8 : start + 8 + n], "<f8").reshape(4, 5, 3)
     assert np.array_equal(got, np.transpose(pts, (2, 1, 0)))
+
+
+@pytest.mark.parametrize(
+    ("name", "options"), [("reactive", {"threshold": 0.0}), ("treematch-lb", {"eps": 0.0})]
+)
+def test_dynamic_placement_rebalances_every_interval(name, options):
+    from grapeshot.apps.zmodel.cutoff import DynamicPlacement
+
+    loads = np.random.default_rng(0).integers(0, 30, 25)
+    runs = []
+    for _ in range(2):
+        d = DynamicPlacement(name, (5, 5), (3, 1), interval=2, options=options)
+        first = d.node_of.copy()
+        assert np.array_equal(first, place_parts(name, (5, 5), (3, 1)))
+        assert np.array_equal(d.update(loads), first)  # evaluation 1: not yet
+        assert d.calls == 0
+        placed = d.update(loads)  # evaluation 2: the strategy's call
+        assert d.calls == 1 and d.moves > 0
+        spread = [np.ptp(np.bincount(n, weights=loads, minlength=3)) for n in (first, placed)]
+        assert spread[1] < spread[0]
+        runs.append(placed)
+    assert np.array_equal(runs[0], runs[1])  # deterministic: every rank agrees
+
+
+def test_dynamic_placement_refuses_bad_inputs():
+    from grapeshot.apps.zmodel.cutoff import DynamicPlacement
+    from grapeshot.model.errors import InputError
+
+    with pytest.raises(InputError, match="--spatial-interval"):
+        DynamicPlacement("reactive", (4, 4), (2, 1), interval=0)
+    with pytest.raises(InputError, match="--spatial-strategy"):
+        DynamicPlacement("birdshot", (4, 4), (2, 1))
+
+
+@pytest.mark.parametrize("cutoff", [0.15, 0.4])
+def test_vectorised_cutoff_kernel_gives_the_scalar_loops_bits(cutoff):
+    from grapeshot.apps.zmodel.cutoff import CELLS_PER_CUTOFF, cutoff_sum
+    from grapeshot.apps.zmodel.kernels import br_cutoff, build_cells
+
+    rng = np.random.default_rng(7)
+    src = rng.uniform(-1, 1, (3000, 3)) * [1, 1, 0.2]
+    stren = rng.normal(size=(3000, 3))
+    keys = rng.permutation(3000)
+    targets = src[:700] + rng.normal(scale=1e-3, size=(700, 3))
+    ours = cutoff_sum(targets, src, stren, keys, cutoff, 1e-4)
+    # the plain scalar loop over the same canonical (cell, key) order
+    order = np.argsort(keys, kind="stable")
+    s, w = src[order], stren[order]
+    cell = cutoff / CELLS_PER_CUTOFF * (1.0 + 1e-12)
+    both = np.concatenate((s, targets))
+    lo = np.floor(both.min(axis=0) / cell).astype(np.int64)
+    dims = np.floor(both.max(axis=0) / cell).astype(np.int64) - lo + 1
+    start, perm = build_cells(s, lo, cell, dims)
+    ref = np.zeros_like(ours)
+    br_cutoff(targets, s, w, cutoff, 1e-4, lo, cell, CELLS_PER_CUTOFF, dims, start, perm, ref)
+    assert np.array_equal(ours, ref)
+    # extra sources beyond the cutoff of every target change no bit
+    far = np.concatenate((src, src[:50] + np.array([5.0, 0.0, 0.0])))
+    more = cutoff_sum(
+        targets, far, np.concatenate((stren, stren[:50])), np.arange(3050), cutoff, 1e-4
+    )
+    base = cutoff_sum(targets, src, stren, np.arange(3000), cutoff, 1e-4)
+    assert np.array_equal(more, base)

@@ -16,8 +16,16 @@ from tests.mpi_harness import run_mpi
 def test_distributed_runs_equal_the_serial_run(ranks):
     proc = run_mpi(ranks, ["-m", "tests.apps.zmodel.mpi_zmodel"], timeout=600)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(result) == 16
-    for name, (dz, dw) in result.items():
+    assert len(result) == 21
+    for name, (dz, dw, moves) in result.items():
+        dynamic = (
+            "cutoff-free-reactive",
+            "cutoff-periodic-treematch-lb",
+            "cutoff-free-reactive-lp",
+        )
+        if name in dynamic and ranks == 3:
+            # uneven parts on 3 ranks: the dynamic strategies did move micro-partitions
+            assert moves > 0, name
         assert dz < 1e-12 and dw < 1e-12, (name, dz, dw)
         if name.startswith("cutoff"):
             # canonical summation order: bit-for-bit whatever the placement and rank count
@@ -65,6 +73,15 @@ def test_cli_refuses_bad_options_with_exit_2():
     assert proc.returncode == 2
     assert "--mesh" in proc.stderr and "Traceback" not in proc.stderr
     assert sys.executable
+    cutoff = ["--order", "high", "--solver", "cutoff", "--mesh", "8", "--steps", "1"]
+    for extra, option in (
+        (["--spatial-strategy", "birdshot", "--spatial-interval", "3"], "--spatial-interval"),
+        (["--exchange", "pigeon"], "--exchange"),
+    ):
+        args = ["-m", "grapeshot.cli.main", "zmodel", *cutoff, *extra]
+        proc = run_mpi(1, args, check=False, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert option in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.mpi
@@ -77,11 +94,13 @@ def test_cli_trace_and_vtk_on_2_ranks(tmp_path):
     args = ["-m", "grapeshot.cli.main", "zmodel", "--order", "high", "--solver", "cutoff",
             "--mesh", "16", "--steps", "4", "--boundary", "free", "--init", "single",
             "--magnitude", "0.1", "--modes", "9", "--cutoff", "0.3", "--spatial-parts", "4,4",
-            "--spatial-strategy", "greedy", "--trace", str(trace), "--vtk", str(vtk),
+            "--spatial-strategy", "reactive", "--spatial-interval", "1", "--exchange", "rsn",
+            "--trace", str(trace), "--vtk", str(vtk),
             "--vtk-every", "2", "--json"]  # fmt: skip
     proc = run_mpi(2, args, timeout=300)
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["spatial_parts"] == [4, 4] and summary["ranks"] == 2
+    assert summary["exchange"] == "rsn" and summary["spatial_moves"] >= 0
     assert summary["phase_seconds"]["br"] > 0 and summary["phase_seconds"]["migration"] > 0
     wl = load_workload(trace)
     assert wl.parts_shape == (4, 4) and wl.n_steps == 4 and wl.app == "zmodel"

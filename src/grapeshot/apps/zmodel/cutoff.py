@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit
 
-from grapeshot.apps.zmodel.kernels import br_cutoff, build_cells, image_offsets
+from grapeshot.apps.zmodel.kernels import br_cutoff_cells, build_cells, image_offsets
 from grapeshot.apps.zmodel.params import ZModelParams
 from grapeshot.model.errors import InputError
 
@@ -164,19 +164,22 @@ def cutoff_sum(
     # same cell for a point whatever else the rank holds (x - lo would round differently)
     lo = np.floor(both.min(axis=0) / cell).astype(np.int64)
     dims = (np.floor(both.max(axis=0) / cell).astype(np.int64) - lo + 1).astype(np.int64)
-    start, perm = build_cells(src, lo, cell, dims)
-    br_cutoff(
+    start, perm = build_cells(src, lo, cell, dims)  # stable: (cell, key) order
+    tperm = build_cells(targets, lo, cell, dims)[1]
+    # sources per x/y column of cells (its z cells are contiguous): the kernel's scratch
+    longest = int(np.add.reduceat(np.diff(start), np.arange(0, start.size - 1, dims[2])).max())
+    br_cutoff_cells(
         np.ascontiguousarray(targets),
-        src,
-        stren,
+        tperm,
+        np.ascontiguousarray(src[perm].T),
+        np.ascontiguousarray(stren[perm].T),
         float(cutoff),
         eps,
         lo,
         cell,
-        CELLS_PER_CUTOFF,
         dims,
         start,
-        perm,
+        max(longest, 1),
         out,
     )
     return out
@@ -212,7 +215,18 @@ def beatnik_layout(parts: tuple[int, int], dims: tuple[int, int]) -> np.ndarray:
     return (a[:, None] * py + b[None, :]).ravel().astype(np.int32)
 
 
-SPATIAL_STRATEGIES = ("beatnik", "geometric", "cyclic", "sfc", "birdshot", "greedy")
+#: grapeshot dynamic strategies (``grapeshot.place.dynamic``) that may place the
+#: micro-partitions, re-deciding every ``interval`` evaluations (:class:`DynamicPlacement`).
+DYNAMIC_SPATIAL = ("reactive", "treematch-lb")
+SPATIAL_STRATEGIES = (
+    "beatnik",
+    "geometric",
+    "cyclic",
+    "sfc",
+    "birdshot",
+    "greedy",
+    *DYNAMIC_SPATIAL,
+)
 
 
 def place_parts(
@@ -242,9 +256,130 @@ def place_parts(
         return greedy_rebalance(np.asarray(loads, np.float64), np.ones(ranks)).astype(np.int32)
     from grapeshot.place.static import STATIC_STRATEGIES
 
+    if strategy in DYNAMIC_SPATIAL:  # the first placement: the strategy's initial one
+        return DynamicPlacement(strategy, parts, dims, seed=seed).node_of
     if strategy not in STATIC_STRATEGIES:
-        valid = ", ".join(("beatnik", *STATIC_STRATEGIES, "greedy"))
+        valid = ", ".join(("beatnik", *STATIC_STRATEGIES, "greedy", *DYNAMIC_SPATIAL))
         raise InputError("--spatial-strategy", f"unknown strategy {strategy!r}", f"one of {valid}")
     return np.asarray(
         STATIC_STRATEGIES[strategy](parts, np.ones(ranks, np.int64), seed=seed), dtype=np.int32
     )
+
+
+def parts_graph(parts: tuple[int, int], bytes_per_pair: float = 1.0):
+    """Halo graph of the micro-partition grid: the 8 x/y neighbours of each part (a ghost
+    ring touches them), symmetric ``scipy.sparse.csr_array`` (P, P) of ``bytes_per_pair``."""
+    from scipy import sparse
+
+    sx, sy = parts
+    i, j = np.meshgrid(np.arange(sx), np.arange(sy), indexing="ij")
+    rows, cols = [], []
+    for di in (-1, 0, 1):
+        for dj in (-1, 0, 1):
+            if di == 0 and dj == 0:
+                continue
+            ok = (i + di >= 0) & (i + di < sx) & (j + dj >= 0) & (j + dj < sy)
+            rows.append((i * sy + j)[ok])
+            cols.append(((i + di) * sy + (j + dj))[ok])
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    data = np.full(r.size, float(bytes_per_pair))
+    return sparse.csr_array((data, (r, c)), shape=(sx * sy, sx * sy))
+
+
+class DynamicPlacement:
+    """A grapeshot dynamic strategy placing the cutoff solver's micro-partitions.
+
+    Each evaluation of the Birkhoff-Rott velocity reports the points per micro-partition
+    (exact: every rank holds the same all-reduced counts); every ``interval`` evaluations
+    the strategy's ``rebalance`` sees the counts since its last call as the loads and may
+    return a new placement. Every rank runs the same deterministic call on the same inputs,
+    so all ranks agree without communicating; the sums do not depend on the placement.
+
+    Parameters
+    ----------
+    name
+        A key of :data:`DYNAMIC_SPATIAL`.
+    parts, dims
+        Micro-partitions per axis and the rank grid (px, py).
+    seed
+        Seed of the strategy's random choices, where it has any.
+    interval
+        Evaluations between calls (None: the strategy's default, in evaluations).
+    options
+        Other keyword overrides of the strategy (e.g. reactive's ``threshold``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        parts: tuple[int, int],
+        dims: tuple[int, int],
+        *,
+        seed: int = 0,
+        interval: int | None = None,
+        options: dict | None = None,
+    ) -> None:
+        from grapeshot.place.dynamic import factory_keywords, make_dynamic_strategy
+
+        if name not in DYNAMIC_SPATIAL:
+            raise InputError(
+                "--spatial-strategy",
+                f"{name!r} is not a dynamic spatial strategy",
+                f"one of {', '.join(DYNAMIC_SPATIAL)}",
+            )
+        if interval is not None and (isinstance(interval, bool) or int(interval) < 1):
+            raise InputError("--spatial-interval", f"got {interval!r}", "an integer >= 1")
+        extra = {"seed": seed} if "seed" in factory_keywords(name) else {}
+        extra.update(options or {})
+        self.strategy = make_dynamic_strategy(name, interval=interval, **extra)
+        self.parts = parts
+        self.ranks = dims[0] * dims[1]
+        self.node_of = place_parts(self.strategy.initial, parts, dims, seed=seed)
+        self.history: list[np.ndarray] = []
+        self.evaluations = 0
+        self.calls = 0
+        self.moves = 0
+        self._comm = parts_graph(parts)
+        self._machine = None
+
+    def _machine_of(self):
+        """One core per rank on the lassen preset's network (what topology-aware strategies
+        such as TreeMatchLB need; the placement does not change the results)."""
+        if self._machine is None:
+            from grapeshot.model.machine import Machine, NodeTree
+            from grapeshot.model.presets import preset
+
+            self._machine = Machine(
+                name="zmodel-ranks",
+                nodes=self.ranks,
+                node=NodeTree((("core", 1),)),
+                network=preset("lassen").network,
+            )
+        return self._machine
+
+    def update(self, points_per_part: np.ndarray) -> np.ndarray:
+        """Record one evaluation's points per part (sx*sy,); the placement to use for it,
+        int32 (sx*sy,)."""
+        from grapeshot.apps.zmodel.trace import RECORD_BYTES
+
+        load = np.asarray(points_per_part, dtype=np.float64)
+        self.history.append(load)
+        self.evaluations += 1
+        if self.evaluations % self.strategy.interval:
+            return self.node_of
+        new = self.strategy.rebalance(
+            step=self.evaluations,
+            loads=np.stack(self.history),
+            node_of=self.node_of.astype(np.int64),
+            cores=np.ones(self.ranks, np.int64),
+            state_bytes=(load * RECORD_BYTES).astype(np.int64),
+            comm=self._comm,
+            machine=self._machine_of(),
+        )
+        self.history.clear()
+        self.calls += 1
+        if new is not None:
+            new = np.asarray(new, dtype=np.int32)
+            self.moves += int((new != self.node_of).sum())
+            self.node_of = new
+        return self.node_of

@@ -16,6 +16,8 @@ import numpy as np
 
 from grapeshot.apps.zmodel import operators as op
 from grapeshot.apps.zmodel.cutoff import (
+    DYNAMIC_SPATIAL,
+    DynamicPlacement,
     cutoff_sum,
     ghost_pairs,
     part_bounds,
@@ -38,12 +40,18 @@ class SpatialOptions:
 
     ``parts``: micro-partitions per axis (None: one per rank, Beatnik's layout);
     ``strategy``: see :func:`grapeshot.apps.zmodel.cutoff.place_parts`; ``seed`` for
-    random strategies.
+    random strategies; ``interval`` (evaluations between calls) and ``options`` (other
+    keyword overrides) for the dynamic ones (:class:`~grapeshot.apps.zmodel.cutoff.
+    DynamicPlacement`); ``exchange``: the ``grapeshot.exchange`` schedule of the surface <->
+    space migrations and ghost sends (None: one ``MPI_Alltoallv`` each).
     """
 
     parts: tuple[int, int] | None = None
     strategy: str = "beatnik"
     seed: int = 0
+    interval: int | None = None
+    options: dict | None = None
+    exchange: str | None = None
 
 
 @dataclass
@@ -114,8 +122,47 @@ class MPIBackend:
         spatial = spatial or SpatialOptions()
         self.spatial = spatial
         self.parts = spatial.parts or self.dims
-        self.rank_of_part = place_parts(spatial.strategy, self.parts, self.dims, seed=spatial.seed)
+        self.dynamic = None
+        if spatial.strategy in DYNAMIC_SPATIAL:
+            self.dynamic = DynamicPlacement(
+                spatial.strategy,
+                self.parts,
+                self.dims,
+                seed=spatial.seed,
+                interval=spatial.interval,
+                options=spatial.options,
+            )
+            self.rank_of_part = self.dynamic.node_of
+        else:
+            self.rank_of_part = place_parts(
+                spatial.strategy, self.parts, self.dims, seed=spatial.seed
+            )
         self.last_part_points = np.zeros(self.parts[0] * self.parts[1], np.int64)
+        if spatial.exchange is not None:
+            from grapeshot.exchange.schedules import ALGORITHMS
+
+            if spatial.exchange not in ALGORITHMS:
+                raise InputError(
+                    "--exchange",
+                    f"unknown exchange schedule {spatial.exchange!r}",
+                    f"one of {', '.join(ALGORITHMS)}",
+                )
+
+    def reset_placement(self) -> None:
+        """Start the spatial placement afresh (after an untimed warm-up evaluation)."""
+        sp = self.spatial
+        if self.dynamic is not None:
+            self.dynamic = DynamicPlacement(
+                sp.strategy,
+                self.parts,
+                self.dims,
+                seed=sp.seed,
+                interval=sp.interval,
+                options=sp.options,
+            )
+            self.rank_of_part = self.dynamic.node_of
+        elif sp.strategy == "greedy":
+            self.rank_of_part = place_parts(sp.strategy, self.parts, self.dims, seed=sp.seed)
 
     # ---------------------------------------------------------------------------- halos
     def _exchange(self, f: np.ndarray, axis: int) -> None:
@@ -189,6 +236,9 @@ class MPIBackend:
         order = np.argsort(dest, kind="stable")
         rows = np.ascontiguousarray(rows[order])
         scount = np.bincount(dest, minlength=self.size).astype(np.int64)
+        if self.spatial.exchange is not None:
+            recv, rcount = self._scheduled(rows, scount, width)
+            return recv, np.repeat(np.arange(self.size), rcount), order
         rcount = np.empty(self.size, np.int64)
         self.cart.Alltoall(scount, rcount)
         sdisp = np.concatenate(([0], np.cumsum(scount)[:-1]))
@@ -200,6 +250,39 @@ class MPIBackend:
         )
         return recv, np.repeat(np.arange(self.size), rcount), order
 
+    def _scheduled(self, rows: np.ndarray, scount: np.ndarray, width: int) -> tuple:
+        """The same exchange as :meth:`_alltoallv` by a ``grapeshot.exchange`` schedule:
+        rows received in source-rank order (own rows kept locally); (rows, counts)."""
+        from grapeshot.exchange.mpi_exchange import exchange_once
+
+        disp = np.concatenate(([0], np.cumsum(scount)))
+        sends = {
+            int(j): rows[disp[j] : disp[j + 1]].view(np.uint8).reshape(-1)
+            for j in np.flatnonzero(scount)
+            if j != self.rank
+        }
+        # the pattern changes at every evaluation: plan and run once (same seed everywhere)
+        got = exchange_once(
+            sends, comm=self.cart, algorithm=self.spatial.exchange, seed=self.spatial.seed
+        )
+        blocks = []
+        for src in range(self.size):
+            if src == self.rank:
+                blocks.append(rows[disp[src] : disp[src + 1]])
+            elif src in got:
+                blocks.append(got[src].view(np.float64).reshape(-1, width))
+        recv = np.concatenate(blocks) if blocks else np.empty((0, width))
+        rcount = np.array(
+            [
+                scount[self.rank]
+                if src == self.rank
+                else (got[src].size // (8 * width) if src in got else 0)
+                for src in range(self.size)
+            ],
+            np.int64,
+        )
+        return recv, rcount
+
     def _br_cutoff(self, pts: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Surface -> space migration, ghosts within the cutoff, sums, migration back."""
         p = self.params
@@ -207,13 +290,17 @@ class MPIBackend:
         zero = int(np.flatnonzero(~self._offsets.any(axis=1))[0])
         t0 = time.perf_counter()
         part = part_of(pts, p.box, self.parts)
-        if self.spatial.strategy == "greedy":
+        if self.spatial.strategy == "greedy" or self.dynamic is not None:
             # every point migrates to space anyway, so the micro-partitions can be re-placed
-            # at each evaluation at no extra cost, from the exact points per part
+            # at each evaluation at no extra cost, from the exact points per part (dynamic
+            # strategies: every `interval` evaluations, by the strategy's own rule)
             nparts = self.parts[0] * self.parts[1]
             loads = np.zeros(nparts, np.int64)
             self.cart.Allreduce(np.bincount(part, minlength=nparts).astype(np.int64), loads)
-            self.rank_of_part = place_parts("greedy", self.parts, self.dims, loads=loads)
+            if self.dynamic is not None:
+                self.rank_of_part = self.dynamic.update(loads)
+            else:
+                self.rank_of_part = place_parts("greedy", self.parts, self.dims, loads=loads)
         dest = self.rank_of_part[part].astype(np.int64)
         local = np.arange(len(pts), dtype=np.float64)
         rec = np.column_stack((pts, s, self.gid.astype(np.float64), local))
@@ -294,6 +381,7 @@ def run(
         # one untimed evaluation on copies loads the compiled kernels (numba's cache) so the
         # first step's phase times are not the loading time
         rhs(z.copy(), w.copy(), be, factor)
+        be.reset_placement()
     for k in range(nsteps):
         be.timers.clear()
         t0 = time.perf_counter()

@@ -101,6 +101,35 @@ def scene_params(scene: str, mesh: int, steps: int) -> ZModelParams:
 def rollup_counts(p: ZModelParams, parts: tuple[int, int], progress=None) -> np.ndarray:
     """Surface points per spatial micro-partition after every step of a one-process run,
     int64 (steps + 1, sx * sy); row 0 is the initial state."""
+    return rollup_history(p, [parts], progress=progress)[0][0]
+
+
+def rollup_history(
+    p: ZModelParams,
+    grids: list[tuple[int, int]],
+    keep: tuple[int, ...] = (),
+    progress=None,
+) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
+    """One one-process run counted on several micro-partition grids at once.
+
+    Parameters
+    ----------
+    p
+        The run.
+    grids
+        Micro-partition grids (sx, sy) to count points on.
+    keep
+        Steps whose owned surface points (n*n, 3) to return (e.g. to measure ghosts).
+    progress
+        Optional ``progress(step, steps)`` callback.
+
+    Returns
+    -------
+    (counts, points)
+        ``counts[g]``: int64 (steps + 1, sx * sy) points per micro-partition of ``grids[g]``
+        after every step (row 0: the initial state); ``points[s]``: positions at step ``s``
+        in global node order.
+    """
     from grapeshot.apps.zmodel.cutoff import part_of
     from grapeshot.apps.zmodel.mesh import initial_state
     from grapeshot.apps.zmodel.model import SerialBackend, rk3_step, strength_factor
@@ -109,18 +138,23 @@ def rollup_counts(p: ZModelParams, parts: tuple[int, int], progress=None) -> np.
     z, w = initial_state(p, be.block)
     factor = strength_factor(p, be.block)
     n = p.nodes
+    out: list[list[np.ndarray]] = [[] for _ in grids]
+    kept: dict[int, np.ndarray] = {}
 
-    def counts() -> np.ndarray:
+    def record(step: int) -> None:
         pts = z[:, 2 : 2 + n, 2 : 2 + n].reshape(3, -1).T
-        return np.bincount(part_of(pts, p.box, parts), minlength=parts[0] * parts[1])
+        for g, parts in enumerate(grids):
+            out[g].append(np.bincount(part_of(pts, p.box, parts), minlength=parts[0] * parts[1]))
+        if step in keep:
+            kept[step] = pts.copy()
 
-    out = [counts()]
+    record(0)
     for k in range(p.n_steps):
         rk3_step(z, w, be, factor)
-        out.append(counts())
+        record(k + 1)
         if progress is not None:
             progress(k + 1, p.n_steps)
-    return np.asarray(out, dtype=np.int64)
+    return [np.asarray(c, dtype=np.int64) for c in out], kept
 
 
 def make_trace(scene: str, parts, steps: int, *, cells=None, seed=0, progress=None) -> Workload:
