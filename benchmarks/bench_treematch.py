@@ -11,14 +11,19 @@ Run: ``python benchmarks/bench_treematch.py [--skip-scale]``.
    reference itself is not built here: its source is not downloadable on this machine.
 2. ``treematch_lb`` on CommBench with 1,000,000 chares (32 per core) on 1,024
    ``bluewaters-xe6`` nodes, serial and with its node level over ``mpiexec -n 2``, against the
-   < 5 s goal; the baseline is Charm++'s GreedyLB (grapeshot's LPT) on the same loads, timed
-   in the same run (a scale: it ignores communication).
+   < 5 s goal (median of ``--repeats`` runs after a warm-up; wall of the slowest rank). The
+   baseline, timed in the same run: pymetis k-way partitioning of the same graph into 1,024
+   load-weighted parts (part p on node p) then each node's chares on its cores by Charm++'s
+   greedy (LPT), the plain alternative a user would write. Printed for both: hop-bytes over
+   the network and inside the nodes, node and core max/mean loads; and whether 1 and 2 ranks
+   gave the same placement. ``--only-scale`` runs this part alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -118,39 +123,130 @@ def bench_treematch() -> None:
 
 
 SCALE_SCRIPT = """
-import json, sys, time
-import numpy as np
+import json, sys
 from mpi4py import MPI
-from grapeshot.apps.commbench import commbench_matrix
-from grapeshot.model.presets import preset
-from grapeshot.place.treematch_lb import treematch_lb
-from grapeshot.place.treematch import warm_up
-nodes = int(sys.argv[1])
-machine = preset("bluewaters-xe6").with_nodes(nodes)
-p = nodes * 32 * 32
-m = commbench_matrix(p, seed=1)
-comm = (m + m.T).tocsr().astype(float)
-loads = np.random.default_rng(0).uniform(0.5, 1.5, p)
-start = np.arange(p) * nodes // p
-warm_up()
-treematch_lb(loads[:4096], comm[:4096, :4096], start[:4096] * 0, machine.with_nodes(1),
-             mpi_comm=MPI.COMM_WORLD)
-MPI.COMM_WORLD.Barrier()
-t = time.perf_counter()
-c = time.process_time()
-r = treematch_lb(loads, comm, start, machine, mpi_comm=MPI.COMM_WORLD, symmetric=True)
-wall = time.perf_counter() - t
-cpu = MPI.COMM_WORLD.allreduce(time.process_time() - c, op=MPI.MAX)
+sys.path.insert(0, sys.argv[3])
+from bench_treematch import scale_run
+out = scale_run(int(sys.argv[1]), int(sys.argv[2]), MPI.COMM_WORLD)
 if MPI.COMM_WORLD.Get_rank() == 0:
-    print(json.dumps({"seconds": wall, "cpu": cpu, "levels": r.seconds, "stats": r.stats}))
+    print(json.dumps(out))
 """
 
 
-def bench_scale(nodes: int = 1024) -> None:
-    p = nodes * 32 * 32
+def scale_case(nodes: int):
+    """The scale case: CommBench, 32 chares per core on ``nodes`` XE6 nodes, block start."""
+    from grapeshot.model.presets import preset
+    from grapeshot.place.treematch import symmetric_affinity
+
+    machine = preset("bluewaters-xe6").with_nodes(nodes)
+    p = nodes * machine.cores_per_node * 32
+    m = commbench_matrix(p, seed=1)
+    comm = symmetric_affinity((m + m.T).tocsr().astype(float), assume_symmetric=True)
     loads = np.random.default_rng(0).uniform(0.5, 1.5, p)
-    t_greedy = best_of(lambda: greedy_rebalance(loads, np.full(nodes, 32)), 1)
-    results = {}
+    start = np.arange(p) * nodes // p
+    return machine, comm, loads, start
+
+
+def placement_quality(machine, w: sp.csr_array, loads, node_of, core_of) -> dict:
+    """Hop-bytes over the network and inside nodes, max/mean loads, and a digest."""
+    import hashlib
+
+    from grapeshot.model.topology import network_graph, node_topology
+
+    coo = w.tocoo()
+    a, b = node_of[coo.row], node_of[coo.col]
+    net = network_graph(machine).distance_matrix()
+    tree = node_topology(machine.node)
+    pos = tree.position()[core_of]
+    same = a == b
+    depth = tree.meet_depth(pos[coo.row[same]], pos[coo.col[same]])
+    cores = machine.cores_per_node
+    node_load = np.bincount(node_of, weights=loads, minlength=machine.nodes)
+    core_load = np.bincount(
+        node_of * cores + core_of, weights=loads, minlength=node_load.size * cores
+    )
+    # Each pair is in the symmetric matrix twice: halve to count it once.
+    return {
+        "network_hop_bytes": float((coo.data * net[a, b]).sum()) / 2,
+        "node_hop_bytes": float((coo.data[same] * 2 * (tree.depth - depth)).sum()) / 2,
+        "node_max_over_mean": float(node_load.max() / node_load.mean()),
+        "core_max_over_mean": float(core_load.max() / core_load.mean()),
+        "digest": hashlib.sha256(node_of.tobytes() + core_of.tobytes()).hexdigest()[:16],
+    }
+
+
+def metis_greedy(w: sp.csr_array, loads: np.ndarray, nodes: int, cores: int):
+    """The baseline: pymetis k-way into one part per node (load-weighted), part p on node p,
+    then each node's chares on its cores by Charm++'s greedy (LPT on loads)."""
+    from grapeshot.place.partitioners import partition
+
+    node_of = partition(w, nodes, method="metis", vweights=loads, seed=0)
+    core_of = np.empty(len(loads), dtype=np.int64)
+    ones = np.ones(cores)
+    order = np.argsort(node_of, kind="stable")
+    bounds = np.searchsorted(node_of[order], np.arange(nodes + 1))
+    for v in range(nodes):
+        mine = order[bounds[v] : bounds[v + 1]]
+        core_of[mine] = greedy_rebalance(loads[mine], ones)
+    return node_of, core_of
+
+
+def scale_run(nodes: int, repeats: int, mpi_comm) -> dict:
+    """Time treematch_lb on the scale case (``repeats`` runs after a warm-up; every rank)."""
+    from grapeshot.place.treematch import warm_up
+    from grapeshot.place.treematch_lb import treematch_lb
+
+    machine, comm, loads, start = scale_case(nodes)
+    warm_up()
+    # Load every kernel (numba's cache) on a small problem, the MPI path included.
+    small = 32 * 32 * 16  # 16 nodes: enough for the network level to run its greedy
+    treematch_lb(
+        loads[:small],
+        comm[:small, :small],
+        start[:small],
+        machine.with_nodes(16),
+        mpi_comm=mpi_comm,
+        symmetric=True,
+    )
+    walls, cpus = [], []
+    for _ in range(repeats):
+        mpi_comm.Barrier()
+        t, c = time.perf_counter(), time.process_time()
+        r = treematch_lb(loads, comm, start, machine, mpi_comm=mpi_comm, symmetric=True)
+        wall = time.perf_counter() - t
+        walls.append(mpi_comm.allreduce(wall, op=max_op()))
+        cpus.append(mpi_comm.allreduce(time.process_time() - c, op=max_op()))
+    out = {"walls": walls, "cpus": cpus, "levels": r.seconds, "stats": r.stats}
+    if mpi_comm.Get_rank() == 0:
+        out["quality"] = placement_quality(machine, comm, loads, r.node_of, r.core_of)
+    return out
+
+
+def max_op():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def bench_scale(nodes: int = 1024, repeats: int = 3) -> None:
+    """treematch-lb at a million chares, serial and on 2 ranks, against METIS + greedy."""
+    from grapeshot.place.treematch import warm_up
+
+    machine, comm, loads, _ = scale_case(nodes)
+    p = len(loads)
+    warm_up()
+    greedy_rebalance(loads[:64], np.ones(4))
+    started = time.perf_counter()
+    base_node, base_core = metis_greedy(comm, loads, nodes, machine.cores_per_node)
+    t_base = time.perf_counter() - started
+    base_q = placement_quality(machine, comm, loads, base_node, base_core)
+    print(
+        f"baseline, pymetis k-way into {nodes} parts + greedy cores: {t_base:.2f} s; "
+        + ", ".join(
+            f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in base_q.items()
+        )
+    )
+    digests = {}
     for ranks in (1, 2):
         cmd = [
             str(Path(sys.executable).parent / "mpiexec"),
@@ -160,39 +256,60 @@ def bench_scale(nodes: int = 1024) -> None:
             "-c",
             SCALE_SCRIPT,
             str(nodes),
+            str(repeats),
+            str(HERE),
         ]
-        started = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=HERE.parent)
-        results[ranks] = json.loads(out.stdout.strip().splitlines()[-1])
-        res = results[ranks]
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        q = res["quality"]
+        digests[ranks] = q["digest"]
+        best, median = min(res["walls"]), float(np.median(res["walls"]))
         levels = ", ".join(f"{k} {v:.2f}" for k, v in res["levels"].items())
         print(
-            f"treematch-lb, {p:,} chares on {nodes} nodes, {ranks} rank(s): "
-            f"{res['seconds']:.2f} s wall, {res['cpu']:.2f} s CPU (busiest rank); "
-            f"levels (s): {levels}; whole process {time.perf_counter() - started:.1f} s"
+            f"treematch-lb, {p:,} chares on {nodes} nodes, mpiexec -n {ranks}: wall best "
+            f"{best:.2f} s, median {median:.2f} s of {repeats}; CPU of the busiest rank "
+            f"{min(res['cpus']):.2f} s; last run's levels (s, rank 0): {levels}"
+        )
+        print(
+            "  quality: "
+            + ", ".join(
+                f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in q.items()
+            )
+        )
+        print(
+            "  vs METIS + greedy: network hop-bytes x"
+            f"{q['network_hop_bytes'] / base_q['network_hop_bytes']:.3f}, node max/mean "
+            f"{q['node_max_over_mean']:.4f} vs {base_q['node_max_over_mean']:.4f}, core "
+            f"max/mean {q['core_max_over_mean']:.4f} vs {base_q['core_max_over_mean']:.4f}"
         )
         figure(
             f"treematch-lb {p:,} chares / {nodes} XE6 nodes, mpiexec -n {ranks}",
-            results[ranks]["seconds"],
-            t_greedy,
-            baseline_name="GreedyLB (LPT on loads only), same run",
+            median,
+            t_base,
+            baseline_name=f"pymetis k-way into {nodes} parts + greedy cores, same run",
             same=None,
-            note=f"goal: < 5 s; CPU {res['cpu']:.2f} s; " + json.dumps(res["stats"]),
+            note=f"goal: < 5 s wall ({'PASS' if median < 5.0 else 'MISS'} on the median, "
+            f"best {best:.2f} s); hop-bytes ratio to the baseline "
+            f"{q['network_hop_bytes'] / base_q['network_hop_bytes']:.3f}; "
+            + json.dumps(res["stats"]),
         )
-        verdict = "PASS" if res["seconds"] < 5.0 else "MISS"
-        print(
-            f"  goal < 5 s wall: {verdict} (CPU of the busiest rank {res['cpu']:.2f} s; "
-            f"the machine is shared, see `uptime`)"
-        )
+        verdict = "PASS" if median < 5.0 else "MISS"
+        print(f"  goal < 5 s wall (median): {verdict}; load average now {os.getloadavg()[0]:.1f}")
+    same = digests[1] == digests[2]
+    print(f"1 and 2 ranks give the same placement: {same}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--only-scale", action="store_true")
+    parser.add_argument("--scale-nodes", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    bench_treematch()
+    if not args.only_scale:
+        bench_treematch()
     if not args.skip_scale:
-        bench_scale()
+        bench_scale(args.scale_nodes, args.repeats)
 
 
 if __name__ == "__main__":

@@ -233,3 +233,67 @@ def test_assume_symmetric_is_the_same_affinity() -> None:
     assert abs(fast - slow).sum() == 0 and fast.diagonal().sum() == 0
     with pytest.raises(InputError):
         symmetric_affinity(-s, assume_symmetric=True)
+
+
+def _random_graph(n: int, seed: int, distinct: bool = True) -> sp.csr_array:
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n)
+    vals = rng.permutation(4 * n) + 1.0 if distinct else rng.integers(1, 4, 4 * n) * 1.0
+    a = sp.coo_array((vals, (rows, cols)), shape=(n, n)).tocsr()
+    return symmetric_affinity(sp.csr_array(np.maximum(a.toarray(), a.toarray().T)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_matching_is_the_greedy_matching_by_weight(seed: int) -> None:
+    """Distinct weights: the locally dominant matching = pairs taken heaviest edge first."""
+    from grapeshot.place.treematch import _matching
+
+    w = _random_graph(300, seed)
+    coo = sp.triu(w, k=1).tocoo()
+    mate = np.full(300, -1)
+    for e in np.argsort(-coo.data, kind="stable"):
+        i, j = coo.row[e], coo.col[e]
+        if mate[i] < 0 and mate[j] < 0:
+            mate[i], mate[j] = j, i
+    got = _matching(w)
+    assert sorted(got.ravel().tolist()) == list(range(300))  # a partition into pairs
+    paired = {tuple(sorted(p)) for p in got.tolist()}
+    want = {(min(i, j), max(i, j)) for i, j in enumerate(mate) if j >= 0}
+    assert want <= paired  # every greedy pair is found; the rest pair up leftovers
+
+
+@pytest.mark.parametrize("distinct", [True, False])
+def test_aggregate_and_group_order_match_the_dense_definition(distinct: bool) -> None:
+    from grapeshot.place.treematch import aggregate, group_order
+    from grapeshot.place.treematch_lb import group_affinity
+
+    w = _random_graph(200, 3, distinct)
+    label = np.random.default_rng(5).integers(0, 13, 200)
+    order, ptr = group_order(label, 13)
+    assert order.tolist() == np.argsort(label, kind="stable").tolist()
+    assert ptr.tolist() == [0, *np.cumsum(np.bincount(label, minlength=13)).tolist()]
+    onehot = np.zeros((200, 13))
+    onehot[np.arange(200), label] = 1
+    dense = onehot.T @ w.toarray() @ onehot
+    np.fill_diagonal(dense, 0)
+    np.testing.assert_allclose(aggregate(w, label, 13).toarray(), dense)
+    # Items listed in another order inside their groups (as growth does): the other kernel.
+    backwards = np.lexsort((-np.arange(200), label))
+    np.testing.assert_allclose(aggregate(w, label, 13, backwards).toarray(), dense)
+    np.testing.assert_allclose(group_affinity(w, label, 13).toarray(), dense)
+    # The dense path sums every entry in the same order: bit-identical values.
+    assert (aggregate(w, label, 13).toarray() == group_affinity(w, label, 13).toarray()).all()
+
+
+def test_balance_skips_balanced_groups_and_fixes_overfull_ones() -> None:
+    from grapeshot.place.treematch import _balance
+
+    w = _random_graph(64, 7)
+    ptr, idx = w.indptr.astype(np.int64), w.indices.astype(np.int32)
+    block = np.zeros(64, dtype=np.int64)
+    even = np.arange(64) % 8
+    assert _balance(even.copy(), block, 1, 8, ptr, idx, w.data).tolist() == even.tolist()
+    skewed = np.minimum(np.arange(64) // 4, 7)  # group 7 holds 36 tasks
+    out = _balance(skewed.copy(), block, 1, 8, ptr, idx, w.data)
+    assert np.bincount(out, minlength=8).tolist() == [8] * 8
+    assert (out[:28] == skewed[:28]).all()  # only the overfull group's tasks moved

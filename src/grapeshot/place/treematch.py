@@ -57,6 +57,8 @@ MATCH_ROUNDS = 8
 REFINE_PASSES = 1
 #: Slack of a group's size during those passes (the counts are balanced exactly after).
 REFINE_SLACK = 0.03
+#: Entries of a group's rows up to which aggregation finds columns by a scan of the row.
+SHORT_ROW = 0
 #: Bonus of the as-numbered grouping in the enumerated selection (the reference's 1.001).
 PACKED_BONUS = 1.001
 
@@ -181,6 +183,10 @@ def _dominant_matching(m, indptr, indices, data, rounds):
     for _ in range(rounds):
         for t in range(n_active):
             i = active[t]
+            if best[i] >= 0 and mate[best[i]] < 0:
+                # Still free, so still the heaviest free neighbour (neighbours are only ever
+                # taken, never freed): no need to scan the row again.
+                continue
             b = -1
             bw = 0.0
             for e in range(indptr[i], indptr[i + 1]):
@@ -450,20 +456,77 @@ def group_level(w: sp.csr_array, k: int, blocks: int = 1) -> tuple[np.ndarray, s
 
 
 @njit(cache=True)
-def _aggregate(indptr, indices, data, label, n_groups, order):
+def _counting_order(label, n_groups):
+    """Stable counting sort of ``label`` (ids in ``[0, n_groups)``): ``(order, ptr)``.
+
+    ``order[ptr[g]:ptr[g + 1]]`` lists the items of group ``g`` in increasing order; the same
+    as ``np.argsort(label, kind="stable")`` in O(n) instead of O(n log n).
+    """
+    ptr = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(label.shape[0]):
+        ptr[label[i] + 1] += 1
+    for g in range(n_groups):
+        ptr[g + 1] += ptr[g]
+    fill = ptr[:-1].copy()
+    order = np.empty(label.shape[0], dtype=np.int64)
+    for i in range(label.shape[0]):
+        g = label[i]
+        order[fill[g]] = i
+        fill[g] += 1
+    return order, ptr
+
+
+def group_order(label: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Items sorted by group, stably, and each group's slice: ``(order, ptr)``, int64.
+
+    Parameters
+    ----------
+    label
+        int ``(n,)``: group of every item, in ``[0, n_groups)``.
+    n_groups
+        Number of groups.
+    """
+    return _counting_order(np.ascontiguousarray(label, dtype=np.int64), int(n_groups))
+
+
+@njit(cache=True)
+def _aggregate(indptr, indices, data, label, order, ptr):
     """CSR of the aggregated matrix; rows in group order, columns in first-seen order.
 
-    ``order`` lists the items group by group (a stable sort of ``label``).
+    ``order[ptr[g]:ptr[g + 1]]`` lists the items of group ``g``.
     """
+    n_groups = ptr.shape[0] - 1
     out_ptr = np.zeros(n_groups + 1, dtype=np.int64)
     out_idx = np.empty(indices.shape[0], dtype=np.int32)
     out_val = np.empty(indices.shape[0])
     where = np.full(n_groups, -1, dtype=np.int32)
     nnz = 0
-    pos = 0
     for g in range(n_groups):
         start = nnz
-        while pos < order.shape[0] and label[order[pos]] == g:
+        entries = 0
+        for pos in range(ptr[g], ptr[g + 1]):
+            i = order[pos]
+            entries += indptr[i + 1] - indptr[i]
+        if entries <= SHORT_ROW:
+            # A short row (the fine levels of a sparse graph): look the column up in the row
+            # itself, in cache, rather than in ``where``, a random access into a large array.
+            for pos in range(ptr[g], ptr[g + 1]):
+                i = order[pos]
+                for e in range(indptr[i], indptr[i + 1]):
+                    h = label[indices[e]]
+                    if h == g:
+                        continue
+                    f = start
+                    while f < nnz and out_idx[f] != h:
+                        f += 1
+                    if f == nnz:
+                        out_idx[nnz] = h
+                        out_val[nnz] = 0.0
+                        nnz += 1
+                    out_val[f] += data[e]
+            out_ptr[g + 1] = nnz
+            continue
+        for pos in range(ptr[g], ptr[g + 1]):
             i = order[pos]
             for e in range(indptr[i], indptr[i + 1]):
                 h = label[indices[e]]
@@ -475,11 +538,67 @@ def _aggregate(indptr, indices, data, label, n_groups, order):
                     out_val[nnz] = 0.0
                     nnz += 1
                 out_val[where[h]] += data[e]
-            pos += 1
         for e in range(start, nnz):
             where[out_idx[e]] = -1
         out_ptr[g + 1] = nnz
-    return out_ptr, out_idx[:nnz].copy(), out_val[:nnz].copy()
+    return out_ptr, out_idx[:nnz], out_val[:nnz]
+
+
+@njit(cache=True)
+def _aggregate_in_index_order(indptr, indices, data, label, n_groups):
+    """As :func:`_aggregate` with every group's items in increasing index order.
+
+    The rows are read once in order and their entries scattered to their group's slice, then
+    each slice is merged in place: sequential reads instead of one random row per item, the
+    same sums in the same order (so the same bits) and the same first-seen column order.
+    """
+    n = indptr.shape[0] - 1
+    cap = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(n):
+        cap[label[i] + 1] += indptr[i + 1] - indptr[i]
+    for g in range(n_groups):
+        cap[g + 1] += cap[g]
+    fill = cap[:-1].copy()
+    out_idx = np.empty(cap[n_groups], dtype=np.int32)
+    out_val = np.empty(cap[n_groups])
+    for i in range(n):
+        g = label[i]
+        o = fill[g]
+        for e in range(indptr[i], indptr[i + 1]):
+            out_idx[o] = label[indices[e]]
+            out_val[o] = data[e]
+            o += 1
+        fill[g] = o
+    out_ptr = np.zeros(n_groups + 1, dtype=np.int64)
+    where = np.full(n_groups, -1, dtype=np.int32)
+    nnz = 0
+    for g in range(n_groups):
+        start = nnz
+        # In place: the merged row never overtakes the entry being read (nnz <= e).
+        for e in range(cap[g], cap[g + 1]):
+            h = out_idx[e]
+            if h == g:
+                continue
+            if where[h] < 0:
+                where[h] = nnz
+                out_idx[nnz] = h
+                out_val[nnz] = out_val[e]
+                nnz += 1
+            else:
+                out_val[where[h]] += out_val[e]
+        for e in range(start, nnz):
+            where[out_idx[e]] = -1
+        out_ptr[g + 1] = nnz
+    return out_ptr, out_idx[:nnz], out_val[:nnz]
+
+
+@njit(cache=True)
+def _in_index_order(label, order):
+    """Whether ``order`` lists every group's items in increasing index order."""
+    for p in range(1, order.shape[0]):
+        if label[order[p]] == label[order[p - 1]] and order[p] < order[p - 1]:
+            return False
+    return True
 
 
 def aggregate(
@@ -490,18 +609,23 @@ def aggregate(
     ``order`` optionally lists the items group by group (e.g. the groups' rows flattened),
     saving a sort of ``label``.
     """
+    n_groups = int(n_groups)
     # int32 ids: half the memory traffic of the random accesses (the graphs are < 2**31).
-    label = np.asarray(label, dtype=np.int32)
-    if order is None:
-        order = np.argsort(label, kind="stable")
-    ptr, idx, val = _aggregate(
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        np.asarray(w.data, dtype=np.float64),
-        label,
-        int(n_groups),
-        np.asarray(order, dtype=np.int64),
-    )
+    label32 = np.asarray(label, dtype=np.int32)
+    indptr = w.indptr.astype(np.int64, copy=False)
+    indices = w.indices.astype(np.int32, copy=False)
+    data = np.asarray(w.data, dtype=np.float64)
+    if order is None or _in_index_order(label32, np.asarray(order, dtype=np.int64)):
+        # Groups' items in index order (a stable sort; pairs from the matching): the same
+        # result, computed reading the rows in order.
+        ptr, idx, val = _aggregate_in_index_order(indptr, indices, data, label32, n_groups)
+    else:
+        counts = np.bincount(np.asarray(label, dtype=np.int64), minlength=n_groups)
+        ptr = np.zeros(n_groups + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        ptr, idx, val = _aggregate(
+            indptr, indices, data, label32, np.asarray(order, dtype=np.int64), ptr
+        )
     return sp.csr_array((val, idx, ptr), shape=(n_groups, n_groups))
 
 
@@ -509,23 +633,8 @@ def aggregate(
 
 
 @njit(cache=True)
-def _attachment(label, indptr, indices, data):
-    """Affinity of every task to the other tasks of its group."""
-    n = label.shape[0]
-    attach = np.zeros(n)
-    for t in range(n):
-        g = label[t]
-        acc = 0.0
-        for e in range(indptr[t], indptr[t + 1]):
-            if label[indices[e]] == g:
-                acc += data[e]
-        attach[t] = acc
-    return attach
-
-
-@njit(cache=True)
-def _balance_moves(label, block_of, n_blocks, cores, by_attach):
-    """Move tasks (least attached first) from overfull to underfull cores of their block."""
+def _balance_targets(label, block_of, n_blocks, cores):
+    """Counts and balanced target counts of every core group; tasks in overfull groups."""
     n_real = label.shape[0]
     n_groups = n_blocks * cores
     counts = np.zeros(n_groups, dtype=np.int64)
@@ -541,8 +650,43 @@ def _balance_moves(label, block_of, n_blocks, cores, by_attach):
         order = np.argsort(-counts[b * cores : (b + 1) * cores], kind="mergesort")
         for i in range(cores):
             target[b * cores + order[i]] = q + (1 if i < extra else 0)
+    n_over = 0
+    for t in range(n_real):
+        if counts[label[t]] > target[label[t]]:
+            n_over += 1
+    over = np.empty(n_over, dtype=np.int64)
+    k = 0
+    for t in range(n_real):
+        if counts[label[t]] > target[label[t]]:
+            over[k] = t
+            k += 1
+    return counts, target, over
+
+
+@njit(cache=True)
+def _attachment_of(tasks, label, indptr, indices, data):
+    """Affinity of each of ``tasks`` to the other tasks of its group."""
+    attach = np.zeros(tasks.shape[0])
+    for i in range(tasks.shape[0]):
+        t = tasks[i]
+        g = label[t]
+        acc = 0.0
+        for e in range(indptr[t], indptr[t + 1]):
+            if label[indices[e]] == g:
+                acc += data[e]
+        attach[i] = acc
+    return attach
+
+
+@njit(cache=True)
+def _balance_moves(label, block_of, n_blocks, cores, counts, target, by_attach):
+    """Move tasks (least attached first) from overfull to underfull cores of their block.
+
+    ``by_attach`` lists (at least) the tasks of the overfull groups, least attached first: a
+    group that is not overfull never becomes so (groups only receive up to their target).
+    """
     under = np.arange(n_blocks) * cores
-    for i in range(n_real):
+    for i in range(by_attach.shape[0]):
         t = by_attach[i]
         g = label[t]
         if counts[g] <= target[g]:
@@ -562,9 +706,14 @@ def _balance(label, block_of, n_blocks, cores, indptr, indices, data):
     Groups ``b * cores .. (b + 1) * cores - 1`` are the cores of block ``b``. Tasks leave an
     overfull group least attached first, for an underfull group of their block.
     """
-    attach = _attachment(label, indptr, indices, data)
-    by_attach = np.argsort(attach, kind="stable").astype(np.int64)
-    return _balance_moves(label, block_of, n_blocks, cores, by_attach)
+    counts, target, over = _balance_targets(label, block_of, n_blocks, cores)
+    if len(over) == 0:
+        return label  # balanced already (e.g. groups built by exact halving)
+    # Only the tasks of overfull groups can move; a stable sort of them keeps the order of
+    # the stable sort of all tasks.
+    attach = _attachment_of(over, label, indptr, indices, data)
+    by_attach = over[np.argsort(attach, kind="stable")]
+    return _balance_moves(label, block_of, n_blocks, cores, counts, target, by_attach)
 
 
 @njit(cache=True)
@@ -777,8 +926,8 @@ def _group_tree(
     cores = tree.leaves
     per_block = cores * r
     # Padded index of every task: block-contiguous, the real tasks first in each block.
-    order = np.argsort(block_of, kind="stable")
-    starts = np.searchsorted(block_of[order], np.arange(blocks))
+    order, ptr = group_order(block_of, blocks)
+    starts = ptr[:-1]
     rank_in_block = np.empty(n, dtype=np.int64)
     rank_in_block[order] = np.arange(n) - starts[block_of[order]]
     index = block_of * per_block + rank_in_block
@@ -791,13 +940,15 @@ def _group_tree(
         label = index.copy()
         if r > 1:
             slots = TreeTopology((r,), (0.0,))
-            for k in reversed(slots.decomposed() if decompose else (r,)):
+            slot_arities = list(reversed(slots.decomposed() if decompose else (r,)))
+            for level, k in enumerate(slot_arities):
                 groups, how = group_level(cur, k, blocks)
                 heuristics.append(how)
                 node_label = np.empty(cur.shape[0], dtype=np.int64)
                 node_label[groups.ravel()] = np.repeat(np.arange(len(groups)), k)
                 label = node_label[label]
-                cur = aggregate(cur, node_label, len(groups), groups.ravel())
+                if level < len(slot_arities) - 1:  # the last one is rebuilt from w below
+                    cur = aggregate(cur, node_label, len(groups), groups.ravel())
             task_group = _balance(
                 label.copy(),
                 block_of,
@@ -823,13 +974,14 @@ def _group_tree(
         return task_group, tuple(heuristics)
     recorded: list[np.ndarray] = []
     arities = tree.decomposed() if decompose else tree.arities
-    for k in reversed(arities):
+    for level, k in enumerate(reversed(arities)):
         groups, how = group_level(cur, k, blocks)
         heuristics.append(how)
         recorded.append(groups)
-        node_label = np.empty(cur.shape[0], dtype=np.int64)
-        node_label[groups.ravel()] = np.repeat(np.arange(len(groups)), k)
-        cur = aggregate(cur, node_label, len(groups), groups.ravel())
+        if level < len(arities) - 1:  # the root level's aggregate is never used
+            node_label = np.empty(cur.shape[0], dtype=np.int64)
+            node_label[groups.ravel()] = np.repeat(np.arange(len(groups)), k)
+            cur = aggregate(cur, node_label, len(groups), groups.ravel())
     # Block-safe groups come out block by block: the last level's group b is block b.
     layout = np.arange(blocks, dtype=np.int64)
     for groups in reversed(recorded):

@@ -22,7 +22,7 @@ reconstruction of ``placement-algorithms.md`` §4.3, labelled as such in ``docs/
    core tree with ``r = ceil(chares / cores)`` slots per core and balanced counts
    (:func:`~grapeshot.place.treematch.treematch_nodes`: all nodes in one pass; with an MPI
    communicator, the paper's master-worker scheme: rank 0 computes steps 1-3, the nodes are
-   dealt to the ranks for this step and the results gathered).
+   dealt to the ranks for this step and step 5, and the cores gathered).
 5. **Refinement** (§4.4.2): on every node, while the busiest core exceeds ``(1 + eps)`` × the
    node's mean, it gives the chare that costs least in lost affinity to the least loaded core,
    searched first under the same socket then climbing the tree; a move must keep the receiver
@@ -49,6 +49,7 @@ from grapeshot.place.partitioners import partition
 from grapeshot.place.treematch import (
     aggregate,
     group_balanced,
+    group_order,
     symmetric_affinity,
     treematch_nodes,
 )
@@ -65,7 +66,9 @@ class TreeMatchLBResult:
     node_of, core_of
         int64 ``(P,)``: node of each chare and its physical core within the node.
     seconds
-        Wall time per level: ``groups``, ``smoothing``, ``network``, ``nodes``, ``refine``.
+        Wall time per level: ``groups``, ``smoothing``, ``network``, ``nodes``, ``refine``
+        (on rank 0 with a communicator, plus ``gather``: waiting for the other ranks and
+        exchanging their cores).
     stats
         ``swaps``, ``moves`` (smoothing), ``refine_moves``, ``node_imbalance`` (max/mean − 1
         of node loads per core), ``migrated`` (chares whose node changed).
@@ -80,10 +83,27 @@ class TreeMatchLBResult:
 # --- level 1: groups and smoothing ----------------------------------------------------------
 
 
+@njit(cache=True)
+def _cut(indptr, indices, data, group):
+    total = 0.0
+    for t in range(indptr.shape[0] - 1):
+        g = group[t]
+        for e in range(indptr[t], indptr[t + 1]):
+            if group[indices[e]] != g:
+                total += data[e]
+    return total
+
+
 def cut_bytes(w: sp.csr_array, group: np.ndarray) -> float:
     """Affinity between chares of different groups (each pair counted both ways)."""
-    rows = np.repeat(np.arange(w.shape[0]), np.diff(w.indptr))
-    return float(w.data[group[rows] != group[w.indices]].sum())
+    return float(
+        _cut(
+            w.indptr.astype(np.int64, copy=False),
+            w.indices.astype(np.int32, copy=False),
+            w.data,
+            np.ascontiguousarray(group, dtype=np.int64),
+        )
+    )
 
 
 def relabel_by_overlap(group: np.ndarray, current: np.ndarray, nodes: int) -> np.ndarray:
@@ -207,6 +227,43 @@ def smooth_loads(
     return new, int(swaps), int(moves)
 
 
+@njit(cache=True)
+def _dense_group_sums(indptr, indices, data, group, n_groups):
+    """``D[g, h] = Σ w[a, b]`` over ``a`` in ``g``, ``b`` in ``h != g``: one sequential pass."""
+    out = np.zeros((n_groups, n_groups))
+    for a in range(indptr.shape[0] - 1):
+        g = group[a]
+        for e in range(indptr[a], indptr[a + 1]):
+            h = group[indices[e]]
+            if h != g:
+                out[g, h] += data[e]
+    return out
+
+
+#: Groups up to which :func:`group_affinity` sums into a dense matrix (8 MB at 1,024).
+DENSE_GROUPS = 4096
+
+
+def group_affinity(w: sp.csr_array, group: np.ndarray, n_groups: int) -> sp.csr_array:
+    """Affinity between groups, zero diagonal: :func:`~grapeshot.place.treematch.aggregate`.
+
+    For a few groups (the nodes) the sums go into a dense matrix in one pass over the chares
+    in index order, which reads the big matrix sequentially instead of group by group; each
+    entry is summed in the same order as ``aggregate`` does, so the values are identical
+    (the columns come out sorted).
+    """
+    if n_groups > DENSE_GROUPS:
+        return aggregate(w, group, n_groups)
+    dense = _dense_group_sums(
+        w.indptr.astype(np.int64, copy=False),
+        w.indices.astype(np.int32, copy=False),
+        w.data,
+        np.ascontiguousarray(group, dtype=np.int64),
+        int(n_groups),
+    )
+    return sp.csr_array(dense)
+
+
 # --- level 3: refinement inside nodes -------------------------------------------------------------
 
 
@@ -323,21 +380,75 @@ def _split_nodes(nodes: int, size: int, rank: int) -> np.ndarray:
     return np.arange(rank, nodes, size, dtype=np.int64)
 
 
-def node_level(
-    w: sp.csr_array, node_of: np.ndarray, machine: Machine, tree: TreeTopology, mpi_comm=None
-) -> np.ndarray:
-    """Per-node TreeMatch (algorithm 2), nodes dealt over the ranks of ``mpi_comm`` if given.
+def _nodes_and_refine(
+    w: sp.csr_array,
+    node_of: np.ndarray,
+    nodes: int,
+    tree: TreeTopology,
+    load: np.ndarray,
+    eps: float,
+    seconds: dict,
+) -> tuple[np.ndarray, int]:
+    """Per-node TreeMatch then refinement of the given nodes; leaf positions and moves."""
+    t = time.perf_counter()
+    position = tree.position()[treematch_nodes(w, node_of, nodes, tree)]
+    seconds["nodes"] = time.perf_counter() - t
+    t = time.perf_counter()
+    order, ptr = group_order(node_of, nodes)
+    moves = _refine(
+        load,
+        node_of,
+        position,
+        order,
+        ptr,
+        tree.leaves,
+        tree.spans()[:-1],
+        w.indptr.astype(np.int64, copy=False),
+        w.indices.astype(np.int32, copy=False),
+        w.data,
+        float(eps),
+    )
+    seconds["refine"] = time.perf_counter() - t
+    return position, int(moves)
 
-    Returns the leaf *position* of every chare within its node's tree.
+
+def node_level(
+    w: sp.csr_array,
+    node_of: np.ndarray,
+    machine: Machine,
+    tree: TreeTopology,
+    mpi_comm=None,
+    *,
+    load: np.ndarray | None = None,
+    eps: float = 0.05,
+    seconds: dict | None = None,
+) -> tuple[np.ndarray, int]:
+    """Per-node TreeMatch (algorithm 2) and refinement, nodes dealt over ``mpi_comm``'s ranks.
+
+    Both steps only look inside a node, so each rank runs them on its nodes' submatrix and
+    the results are gathered: the same as one process doing every node.
+
+    Returns
+    -------
+    (position, moves)
+        The leaf *position* of every chare within its node's tree, and the refinement's
+        moves.
     """
     n = w.shape[0]
     nodes = machine.nodes
+    load = np.ones(n) if load is None else np.ascontiguousarray(load, dtype=np.float64)
+    seconds = {} if seconds is None else seconds
+    node_of = np.ascontiguousarray(node_of, dtype=np.int64)
     if mpi_comm is None or mpi_comm.Get_size() == 1:
-        return tree.position()[treematch_nodes(w, node_of, nodes, tree)]
+        return _nodes_and_refine(w, node_of, nodes, tree, load, eps, seconds)
     size, rank = mpi_comm.Get_size(), mpi_comm.Get_rank()
-    mine = np.zeros(nodes, dtype=bool)
-    mine[_split_nodes(nodes, size, rank)] = True
-    chares = np.flatnonzero(mine[node_of])
+    t = time.perf_counter()
+    node_owner = np.empty(nodes, dtype=np.int64)
+    for r in range(size):
+        node_owner[_split_nodes(nodes, size, r)] = r
+    owner = node_owner[node_of]
+    mine = node_owner == rank
+    chares = np.flatnonzero(owner == rank)
     local_node = (np.cumsum(mine) - 1)[node_of[chares]]
     local = np.full(n, -1, dtype=np.int64)
     local[chares] = np.arange(len(chares))
@@ -350,12 +461,30 @@ def node_level(
         node_of,
     )
     sub = sp.csr_array((val, idx, ptr), shape=(len(chares), len(chares)))
-    pos = tree.position()[treematch_nodes(sub, local_node, int(mine.sum()), tree)]
-    gathered = mpi_comm.allgather((chares, pos))
+    # A principal submatrix of the affinity (symmetric, zero diagonal, no zeros): mark it
+    # so TreeMatch does not symmetrise it again (a transpose and a sort of the whole thing).
+    sub._grapeshot_affinity = True
+    split = time.perf_counter() - t
+    pos, moves = _nodes_and_refine(
+        sub, local_node, int(mine.sum()), tree, load[chares], eps, seconds
+    )
+    seconds["nodes"] += split
+    t = time.perf_counter()
+    # Every rank knows which chares every other rank placed (the deal is a function of
+    # node_of), so only the positions travel: one small int per chare, in rank order.
+    counts = np.bincount(owner, minlength=size)
+    dtype = np.int8 if tree.leaves <= 127 else np.int32
+    recv = np.empty(n, dtype=dtype)
+    mpi_comm.Allgatherv(
+        np.ascontiguousarray(pos, dtype=dtype),
+        [recv, (counts.tolist(), (np.cumsum(counts) - counts).tolist())],
+    )
+    by_rank, _ = group_order(owner, size)  # chares of rank 0, then of rank 1, ... in id order
     out = np.empty(n, dtype=np.int64)
-    for ids, p in gathered:
-        out[ids] = p
-    return out
+    out[by_rank] = recv
+    total_moves = mpi_comm.allreduce(moves)
+    seconds["gather"] = time.perf_counter() - t
+    return out, int(total_moves)
 
 
 def treematch_lb(
@@ -441,7 +570,7 @@ def treematch_lb(
 
         t = time.perf_counter()
         if nodes > 1:
-            host = map_to_network(aggregate(w, group, nodes), machine)
+            host = map_to_network(group_affinity(w, group, nodes), machine)
             new_node = host[group]
         else:
             new_node = group
@@ -465,27 +594,9 @@ def treematch_lb(
     swaps, moves, kept = info["swaps"], info["moves"], info["kept"]
     seconds.update(info["seconds"])
 
-    t = time.perf_counter()
-    position = node_level(w, new_node, machine, tree, mpi_comm)
-    seconds["nodes"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    order = np.argsort(new_node, kind="stable").astype(np.int64)
-    ptr = np.searchsorted(new_node[order], np.arange(nodes + 1)).astype(np.int64)
-    refine_moves = _refine(
-        load,
-        new_node,
-        position,
-        order,
-        ptr,
-        tree.leaves,
-        tree.spans()[:-1],
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
-        float(eps),
+    position, refine_moves = node_level(
+        w, new_node, machine, tree, mpi_comm, load=load, eps=eps, seconds=seconds
     )
-    seconds["refine"] = time.perf_counter() - t
 
     node_load = np.bincount(new_node, weights=load, minlength=nodes) / cores
     mean = node_load.mean()
