@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -637,6 +638,9 @@ class TreeMatchLB:
     seed: int = 0
     initial: str = "geometric"
     name: str = "treematch-lb"
+    #: It maps onto the machine's tree and network: an executor without a machine model
+    #: (the MPI runtime) gives it its ranks as one.
+    needs_machine: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if (

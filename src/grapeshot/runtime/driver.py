@@ -364,12 +364,6 @@ def halo_comm(program: Program):
     return (m + m.T).tocsr()
 
 
-#: Dynamic strategies that map onto the machine's tree and network: the run gives them the
-#: ranks as a machine (one node per rank, ``threads`` cores each, flat network). The others
-#: keep ``machine=None`` (their default communication costs).
-_WANTS_MACHINE = ("treematch-lb",)
-
-
 def _ranks_machine(size: int, threads: int):
     """The ranks of a run as a :class:`~grapeshot.model.machine.Machine`."""
     from grapeshot.model.machine import Machine, NodeTree
@@ -388,7 +382,10 @@ def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwarg
     halo = halo_comm(program) if rank == 0 else None
     cores = np.full(size, kwargs["threads"], dtype=np.int64)
     machine = None
-    if rank == 0 and getattr(dynamic, "name", None) in _WANTS_MACHINE:
+    # Strategies that map onto a machine's tree and network (``needs_machine``) get the ranks
+    # as one: a node per rank, ``threads`` cores each, flat network. The others keep
+    # ``machine=None`` (their default communication costs).
+    if rank == 0 and getattr(dynamic, "needs_machine", False):
         machine = _ranks_machine(size, kwargs["threads"])
     for cut in [*call_steps(dynamic, steps), steps]:
         r = run_tasks(
