@@ -14,6 +14,7 @@ Run: ``python benchmarks/bench_zmodel.py [--mesh 128] [--ring-mesh 96] [--repeat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import subprocess
@@ -30,20 +31,10 @@ from timing import best_of, figure
 def _state(mesh: int):
     from grapeshot.apps.zmodel.mesh import initial_state
     from grapeshot.apps.zmodel.model import SerialBackend, rk3_step, strength_factor
-    from grapeshot.apps.zmodel.params import ZModelParams
+    from grapeshot.apps.zmodel.trace import scene_params
 
-    p = ZModelParams(
-        mesh=mesh,
-        order="high",
-        solver="cutoff",
-        boundary="free",
-        init="single",
-        magnitude=0.1,
-        modes=9.0,
-        atwood=0.15,
-        mu=2.0,
-        epsilon=2.0,
-    )
+    # The roll-up deck at Beatnik's default cutoff (0.5), not the scene's 0.25.
+    p = dataclasses.replace(scene_params("rollup", mesh, 1), cutoff=0.5, steps=None)
     be = SerialBackend(p)
     z, w = initial_state(p, be.block)
     factor = strength_factor(p, be.block)

@@ -18,9 +18,8 @@ from grapeshot.model.topology import (
     node_topology,
     parse_tleaf,
     read_affinity_matrix,
-    torus_box,
 )
-from grapeshot.sim.network import network_model, torus_dims
+from grapeshot.sim.network import network_model
 from tests.fuzz import fuzz
 
 
@@ -85,11 +84,6 @@ def test_network_hops_are_the_simulators(name: str, nodes: int) -> None:
     np.testing.assert_array_equal(ours, sims)
     dist = network_graph(m).distance_matrix()
     assert (np.diag(dist) == 0).all() and (dist[~np.eye(nodes, dtype=bool)] >= 1).all()
-
-
-def test_torus_box_is_the_simulators() -> None:
-    for routers in range(1, 600):
-        assert torus_box(routers) == torus_dims(routers)
 
 
 def test_bluewaters_keeps_gemini_weights_and_two_nodes_per_router() -> None:

@@ -11,9 +11,9 @@ from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine, Network, NodeTree
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.placement import Placement
+from grapeshot.model.topology import torus_box as torus_dims
 from grapeshot.model.workload import HaloGraph, Workload
 from grapeshot.sim import Overheads, SimOptions, allreduce, allreduce_time, network_model, simulate
-from grapeshot.sim.network import torus_dims
 
 
 def machine(nodes: int, topology: str = "flat", **params: object) -> Machine:

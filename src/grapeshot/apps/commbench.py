@@ -134,6 +134,22 @@ def commbench_matrix(
     return sp.csr_matrix((data, order.reshape(-1), indptr), shape=(n, n))
 
 
+def _check_scene_and_parts(scene: str, parts: Sequence[int]) -> tuple[int, ...]:
+    """The partition grid as a tuple, after checking the scene and the grid."""
+    if scene not in SCENES:
+        raise InputError(
+            "scene", f"unknown CommBench scene {scene!r}", f"one of {', '.join(SCENES)}"
+        )
+    try:
+        parts_t = tuple(parts)
+    except TypeError:
+        raise InputError("parts", f"got {parts!r}", "2 or 3 partition counts") from None
+    if len(parts_t) not in (2, 3):
+        raise InputError("parts", f"got {len(parts_t)} values", "2 or 3 partition counts")
+    parts_t = tuple(check_positive_int(p, "parts") for p in parts_t)
+    return parts_t
+
+
 def make_trace(
     scene: str,
     parts: Sequence[int],
@@ -173,17 +189,7 @@ def make_trace(
         ``cost`` (steps, P) all ``compute`` seconds; the halo graph is
         :func:`commbench_matrix`'s (bytes per step); ``work`` is ``None``.
     """
-    if scene not in SCENES:
-        raise InputError(
-            "scene", f"unknown CommBench scene {scene!r}", f"one of {', '.join(SCENES)}"
-        )
-    try:
-        parts_t = tuple(parts)
-    except TypeError:
-        raise InputError("parts", f"got {parts!r}", "2 or 3 partition counts") from None
-    if len(parts_t) not in (2, 3):
-        raise InputError("parts", f"got {len(parts_t)} values", "2 or 3 partition counts")
-    parts_t = tuple(check_positive_int(p, "parts") for p in parts_t)
+    parts_t = _check_scene_and_parts(scene, parts)
     n_steps = check_positive_int(steps, "steps")
     if progress is not None and not callable(progress):
         raise InputError("progress", f"got {progress!r}", "a callable(done, total) or None")
@@ -241,17 +247,7 @@ def make_program(
     -------
     CommBenchProgram
     """
-    if scene not in SCENES:
-        raise InputError(
-            "scene", f"unknown CommBench scene {scene!r}", f"one of {', '.join(SCENES)}"
-        )
-    try:
-        parts_t = tuple(parts)
-    except TypeError:
-        raise InputError("parts", f"got {parts!r}", "2 or 3 partition counts") from None
-    if len(parts_t) not in (2, 3):
-        raise InputError("parts", f"got {len(parts_t)} values", "2 or 3 partition counts")
-    parts_t = tuple(check_positive_int(p, "parts") for p in parts_t)
+    parts_t = _check_scene_and_parts(scene, parts)
     if cells is None:
         shape = tuple(8 * p for p in parts_t)
     elif isinstance(cells, int | np.integer) and not isinstance(cells, bool):

@@ -1,8 +1,42 @@
-"""Command-line values shared by several commands: partition and cell grids."""
+"""Command-line values shared by several commands: partition and cell grids, and the options
+of dynamic strategies (the same name, help and type in place, run and simulate)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from grapeshot.model.errors import InputError
+
+IntervalOption = Annotated[
+    int | None,
+    typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),
+]
+ThresholdOption = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold",
+        help="Dynamic strategies: tolerated load over the average, a fraction "
+        "(refine 0.05, birdshot-dynamic 0.1, reactive 0.1).",
+    ),
+]
+BalancerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--balancer",
+        help="reactive: how it rebalances: pairwise (default), affine ([SHQL18]), greedy, "
+        "refine, greedy-refine, greedy-comm, refine-comm.",
+    ),
+]
+WindowOption = Annotated[
+    int | None,
+    typer.Option(
+        "--window",
+        help="speculative: steps of forecast per placement (30); needs a coarse shadow run "
+        "(FLIP traces).",
+    ),
+]
 
 
 def parse_sizes(text: str, where: str) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from grapeshot.cli.options import BalancerOption, IntervalOption, ThresholdOption, WindowOption
 from grapeshot.cli.output import console, emit_json, warn
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
@@ -35,24 +36,10 @@ def place_command(
             "(docs/dynamic.md).",
         ),
     ] = "birdshot",
-    interval: Annotated[
-        int | None,
-        typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold", help="Dynamic strategies: tolerated load over the average (fraction)."
-        ),
-    ] = None,
-    balancer: Annotated[
-        str | None,
-        typer.Option("--balancer", help="reactive: how it rebalances (docs/dynamic.md)."),
-    ] = None,
-    window: Annotated[
-        int | None,
-        typer.Option("--window", help="speculative: steps of forecast (FLIP traces)."),
-    ] = None,
+    interval: IntervalOption = None,
+    threshold: ThresholdOption = None,
+    balancer: BalancerOption = None,
+    window: WindowOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed; same seed, same placement.")] = 0,
     trace: Annotated[
         Path | None,

@@ -11,7 +11,14 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from grapeshot.cli.options import parse_cells, parse_parts
+from grapeshot.cli.options import (
+    BalancerOption,
+    IntervalOption,
+    ThresholdOption,
+    WindowOption,
+    parse_cells,
+    parse_parts,
+)
 from grapeshot.cli.output import console, emit_json
 from grapeshot.model.errors import GrapeshotError, InputError
 
@@ -114,7 +121,9 @@ def migration_line(m: Any) -> str:
 
 
 def run_command(
-    app_name: Annotated[str, typer.Argument(metavar="APP", help="sph, swe, wavefront or commbench.")],
+    app_name: Annotated[
+        str, typer.Argument(metavar="APP", help="sph, swe, wavefront or commbench.")
+    ],
     scene: Annotated[str, typer.Option("--scene", help="Scene of the app.")] = "dambreak",
     parts: Annotated[
         str, typer.Option("--parts", help="Partitions per axis, e.g. 16,16 or 8,8,8.")
@@ -130,28 +139,10 @@ def run_command(
             "(docs/dynamic.md).",
         ),
     ] = None,
-    interval: Annotated[
-        int | None,
-        typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold", help="Dynamic strategies: tolerated load over the average (fraction)."
-        ),
-    ] = None,
-    balancer: Annotated[
-        str | None,
-        typer.Option(
-            "--balancer",
-            help="reactive: how it rebalances: pairwise (default), affine ([SHQL18]), greedy, "
-            "refine, greedy-refine, greedy-comm, refine-comm.",
-        ),
-    ] = None,
-    window: Annotated[
-        int | None,
-        typer.Option("--window", help="speculative: steps of forecast (needs a shadow run)."),
-    ] = None,
+    interval: IntervalOption = None,
+    threshold: ThresholdOption = None,
+    balancer: BalancerOption = None,
+    window: WindowOption = None,
     placement: Annotated[
         Path | None,
         typer.Option(
@@ -247,7 +238,9 @@ def run_command(
             module = get_app(app_name)
             if not APPS[app_name].runnable:
                 raise InputError(
-                    "APP", f"{app_name} only records traces", "sph, swe, wavefront or commbench (or use trace)"
+                    "APP",
+                    f"{app_name} only records traces",
+                    "sph, swe, wavefront or commbench (or use trace)",
                 )
             part_shape = parse_parts(parts)
             program = module.make_program(

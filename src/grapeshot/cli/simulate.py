@@ -11,6 +11,7 @@ from rich import box
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from grapeshot.cli.options import BalancerOption, IntervalOption, ThresholdOption, WindowOption
 from grapeshot.cli.output import console, emit_json, err_console
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
@@ -301,30 +302,10 @@ def simulate_command(
         float | None,
         typer.Option("--seconds-per-work", help="Seconds per work unit (traces in work units)."),
     ] = None,
-    interval: Annotated[
-        int | None,
-        typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold",
-            help="Dynamic strategies: tolerated load over the average, a fraction "
-            "(refine 0.05, birdshot-dynamic 0.1, reactive 0.1).",
-        ),
-    ] = None,
-    balancer: Annotated[
-        str | None,
-        typer.Option(
-            "--balancer",
-            help="reactive: how it rebalances: pairwise (default), affine ([SHQL18]), greedy, "
-            "refine, greedy-refine, greedy-comm, refine-comm.",
-        ),
-    ] = None,
-    window: Annotated[
-        int | None,
-        typer.Option("--window", help="speculative: steps of forecast per placement (30)."),
-    ] = None,
+    interval: IntervalOption = None,
+    threshold: ThresholdOption = None,
+    balancer: BalancerOption = None,
+    window: WindowOption = None,
     timeline: Annotated[
         Path | None,
         typer.Option("--timeline", help="Write a Chrome-trace timeline (Perfetto) here."),

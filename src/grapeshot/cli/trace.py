@@ -164,10 +164,11 @@ def trace_command(
     """Run a mini-app and record its per-partition cost trace (a workload file).
 
     Runnable apps (swe, wavefront, sph, commbench) run here with the serial executor,
-    partition by partition; trace generators (flip, zmodel) build their trace. The statistics at the end
-    say how the load varies: the cost share of the busiest 10% of partitions, the share of
-    partitions with no work, and whether the busiest 10% in the first quarter of the steps are
-    still the busiest in the last quarter (overlap 1) or the load has moved (overlap near 0).
+    partition by partition; trace generators (flip, zmodel) build their trace. The statistics
+    at the end say how the load varies: the cost share of the busiest 10% of partitions, the
+    share of partitions with no work, and whether the busiest 10% in the first quarter of the
+    steps are still the busiest in the last quarter (overlap 1) or the load has moved (overlap
+    near 0).
     """
     if units is not None and units not in UNITS:
         raise InputError("--units", f"got {units!r}", f"one of {', '.join(UNITS)}")

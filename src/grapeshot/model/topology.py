@@ -290,7 +290,11 @@ def machine_topology(machine: Machine, node_cost: float = 100.0) -> TreeTopology
 
 
 def torus_box(routers: int) -> tuple[int, int, int]:
-    """The simulator's torus box for ``routers`` routers (same rule as ``sim.network``)."""
+    """The smallest near-cubic ``(X, Y, Z)``, ``X >= Y >= Z``, with ``X * Y * Z >= routers``.
+
+    Among boxes of the least volume, the one with the smallest ``X - Z`` wins. The simulator's
+    network model (``sim.network``) and the mapping's network graph both lay routers out so.
+    """
     best: tuple[int, int, int, int, int] | None = None
     top = max(1, math.ceil(routers ** (1 / 3)) + 1)
     for z in range(1, top + 1):

@@ -19,7 +19,7 @@ from grapeshot.apps.zmodel.fft import config_knobs, riesz_patterns
 from grapeshot.apps.zmodel.mesh import initial_state, node_coords
 from grapeshot.apps.zmodel.model import SerialBackend, rk3_step, strength_factor
 from grapeshot.apps.zmodel.params import ZModelParams
-from grapeshot.apps.zmodel.trace import counts_workload, rollup_counts, rollup_history
+from grapeshot.apps.zmodel.trace import counts_workload, rollup_counts, rollup_history, scene_params
 from grapeshot.report.repro_result import ReproEntry, ReproResult, ReproRow
 
 
@@ -184,7 +184,6 @@ def predict_weak_scaling(quick: bool) -> dict[int, float]:
     (4 x 4 micro-partitions, 4 a rank) tiled is the weak-scaled trace. The cost per point is
     the measured one-process seconds per step / points.
     """
-    from grapeshot.apps.zmodel.trace import scene_params
     from grapeshot.model.machine import Machine, NodeTree
     from grapeshot.model.presets import preset
     from grapeshot.sim.program import SimOptions
@@ -304,20 +303,7 @@ def beatnik_fig6_7(quick: bool) -> ReproResult:
     # finest that runs Beatnik's 340 steps.
     mesh, steps = (48, 300) if quick else (64, 340)
     early = 80
-    p = ZModelParams(
-        mesh=mesh,
-        order="high",
-        solver="cutoff",
-        boundary="free",
-        init="single",
-        magnitude=0.1,
-        modes=9.0,
-        atwood=0.15,
-        mu=2.0,
-        epsilon=2.0,
-        cutoff=0.25,
-        steps=steps,
-    )
+    p = scene_params("rollup", mesh, steps)
     # micro-partitions: one initial node column each, so 16 x 16 and 8 x 8 rank blocks are
     # whole blocks of them
     parts = (mesh, mesh)

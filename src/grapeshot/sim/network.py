@@ -55,6 +55,7 @@ from numba import njit
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
+from grapeshot.model.topology import torus_box
 
 FLAT, FAT_TREE, TORUS3D = 0, 1, 2
 _KIND = {"flat": FLAT, "fat-tree": FAT_TREE, "torus3d": TORUS3D}
@@ -69,23 +70,6 @@ F_LATENCY, F_BANDWIDTH, F_HOP, F_WX, F_WY, F_WZ = range(6)
 DEFAULT_HOP_LATENCY: Mapping[str, float] = MappingProxyType(
     {"flat": 0.0, "fat-tree": 100e-9, "torus3d": 100e-9}
 )
-
-
-def torus_dims(routers: int) -> tuple[int, int, int]:
-    """The smallest near-cubic ``(X, Y, Z)``, ``X >= Y >= Z``, with ``X * Y * Z >= routers``.
-
-    Among boxes of the least volume, the one with the smallest ``X - Z`` wins.
-    """
-    best: tuple[int, int, int, int, int] | None = None
-    top = max(1, math.ceil(routers ** (1 / 3)) + 1)
-    for z in range(1, top + 1):
-        for y in range(z, max(z, math.isqrt(max(routers // z, 1)) + 2) + 1):
-            x = max(y, -(-routers // (y * z)))
-            key = (x * y * z, x - z, x, y, z)
-            if best is None or key < best:
-                best = key
-    assert best is not None
-    return best[2], best[3], best[4]
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,7 +199,7 @@ def network_model(machine: Machine, hop_latency: float | None = None) -> Network
     elif net.topology == "torus3d":
         npr = int(net.params.get("nodes_per_router", 1))
         routers = -(-n // npr)
-        dims = tuple(int(d) for d in net.params.get("dims", torus_dims(routers)))
+        dims = tuple(int(d) for d in net.params.get("dims", torus_box(routers)))
         if math.prod(dims) < routers:
             raise InputError(
                 f"network.torus3d.dims ({machine.name})",
