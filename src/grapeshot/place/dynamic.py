@@ -26,8 +26,14 @@ from scipy import sparse
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
-from grapeshot.place.rebalance import BirdshotBestOfK, BirdshotDynamic
-from grapeshot.place.speculative import Speculative
+from grapeshot.place.rebalance import (
+    BALANCERS,
+    BirdshotBestOfK,
+    BirdshotDynamic,
+    check_call,
+    run_balancer,
+)
+from grapeshot.place.speculative import Speculative, affine_greedy
 from grapeshot.place.treematch_lb import TreeMatchLB
 
 
@@ -179,7 +185,6 @@ class ReactiveGreedy:
             raise InputError(
                 "reactive max_moves_fraction", f"got {self.max_moves_fraction!r}", "in (0, 1]"
             )
-        from grapeshot.place.rebalance import BALANCERS
 
         if self.balancer not in ("pairwise", "affine") and self.balancer not in BALANCERS:
             raise InputError(
@@ -197,9 +202,6 @@ class ReactiveGreedy:
         """
         if self.balancer != "affine":
             return np.asarray(node_of)
-        from grapeshot.place.rebalance import check_call
-        from grapeshot.place.speculative import affine_greedy
-
         loads, nodes, cores = check_call(work, node_of, cores, "reactive")
         self._home[nodes.size] = nodes.copy()
         return affine_greedy(loads, nodes, cores)
@@ -217,22 +219,15 @@ class ReactiveGreedy:
     ) -> np.ndarray | None:
         """Greedy moves on the mean measured load (see the class docstring)."""
         if self.balancer == "affine":
-            from grapeshot.place.rebalance import check_call
-            from grapeshot.place.speculative import affine_greedy
-
             loads, nodes, cores = check_call(loads, node_of, cores, "reactive")
             home = self._home.setdefault(nodes.size, nodes.copy())
             new = affine_greedy(loads[-1:], home, cores)
             return None if np.array_equal(new, nodes) else new
         if self.balancer != "pairwise":
-            from grapeshot.place.rebalance import run_balancer
-
             return run_balancer(
                 self.balancer, loads, node_of, cores, comm=comm, machine=machine,
                 threshold=self.threshold,
             )  # fmt: skip
-        from grapeshot.place.rebalance import check_call
-
         loads, node_of, cores = check_call(loads, node_of, cores, "reactive")
         load = np.ascontiguousarray(loads.mean(axis=0))
         new = np.ascontiguousarray(node_of, dtype=np.int64).copy()
