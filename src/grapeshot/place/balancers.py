@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -255,6 +256,29 @@ def _refine(load, node_of, cores, t):
             light[donor] = True
 
 
+def _threshold_search(
+    attempt: Callable[[int], tuple[bool, np.ndarray]], steps: int, node_of: np.ndarray
+) -> np.ndarray:
+    """Charm++'s threshold search: the placement of the tightest threshold step ``j`` in
+    ``0 .. steps`` whose refinement succeeds (``attempt(j)``), found by bisection; the
+    current placement if even the loosest fails (nothing helps)."""
+    ok, best = attempt(0)
+    if ok:
+        return best
+    ok, best = attempt(steps)
+    if not ok:
+        return node_of.copy()
+    lo, hi = 0, steps
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        ok, trial = attempt(mid)
+        if ok:
+            hi, best = mid, trial
+        else:
+            lo = mid
+    return best
+
+
 def refine_lb(
     load: np.ndarray,
     node_of: np.ndarray,
@@ -294,21 +318,7 @@ def refine_lb(
         trial = node_of.copy()
         return bool(_refine(load, trial, cores, t0 + THRESHOLD_STEP * j)), trial
 
-    ok, best = attempt(0)
-    if ok:
-        return best
-    ok, best = attempt(steps)
-    if not ok:  # even the loosest threshold failed: keep the placement (nothing helps)
-        return node_of.copy()
-    lo, hi = 0, steps
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        ok, trial = attempt(mid)
-        if ok:
-            hi, best = mid, trial
-        else:
-            lo = mid
-    return best
+    return _threshold_search(attempt, steps, node_of)
 
 
 # --- GreedyRefineLB -----------------------------------------------------------------------------
@@ -557,18 +567,4 @@ def refine_comm_lb(
         trial = node_of.copy()
         return bool(_refine_comm(load, trial, cores, t0 + THRESHOLD_STEP * j, *args)), trial
 
-    ok, best = attempt(0)
-    if ok:
-        return best
-    ok, best = attempt(steps)
-    if not ok:
-        return node_of.copy()
-    lo, hi = 0, steps
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        ok, trial = attempt(mid)
-        if ok:
-            hi, best = mid, trial
-        else:
-            lo = mid
-    return best
+    return _threshold_search(attempt, steps, node_of)
