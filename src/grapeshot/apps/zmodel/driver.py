@@ -122,21 +122,7 @@ class MPIBackend:
         spatial = spatial or SpatialOptions()
         self.spatial = spatial
         self.parts = spatial.parts or self.dims
-        self.dynamic = None
-        if spatial.strategy in DYNAMIC_SPATIAL:
-            self.dynamic = DynamicPlacement(
-                spatial.strategy,
-                self.parts,
-                self.dims,
-                seed=spatial.seed,
-                interval=spatial.interval,
-                options=spatial.options,
-            )
-            self.rank_of_part = self.dynamic.node_of
-        else:
-            self.rank_of_part = place_parts(
-                spatial.strategy, self.parts, self.dims, seed=spatial.seed
-            )
+        self.reset_placement()
         self.last_part_points = np.zeros(self.parts[0] * self.parts[1], np.int64)
         if spatial.exchange is not None:
             from grapeshot.exchange.schedules import ALGORITHMS
@@ -149,9 +135,12 @@ class MPIBackend:
                 )
 
     def reset_placement(self) -> None:
-        """Start the spatial placement afresh (after an untimed warm-up evaluation)."""
+        """The starting spatial placement (at construction, and again after an untimed
+        warm-up evaluation has moved a dynamic or greedy one; static ones are the same for
+        their seed)."""
         sp = self.spatial
-        if self.dynamic is not None:
+        self.dynamic = None
+        if sp.strategy in DYNAMIC_SPATIAL:
             self.dynamic = DynamicPlacement(
                 sp.strategy,
                 self.parts,
@@ -161,7 +150,7 @@ class MPIBackend:
                 options=sp.options,
             )
             self.rank_of_part = self.dynamic.node_of
-        elif sp.strategy == "greedy":
+        else:
             self.rank_of_part = place_parts(sp.strategy, self.parts, self.dims, seed=sp.seed)
 
     # ---------------------------------------------------------------------------- halos
