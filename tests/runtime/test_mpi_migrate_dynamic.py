@@ -134,8 +134,7 @@ def test_run_options_name_the_strategy_problems() -> None:
 
 
 def test_call_steps_follow_the_interval_or_the_strategy() -> None:
-    from grapeshot.place.dynamic import make_dynamic_strategy
-    from grapeshot.runtime.driver import call_steps
+    from grapeshot.place.dynamic import call_steps, make_dynamic_strategy
 
     assert call_steps(make_dynamic_strategy("refine", interval=4), 12) == [4, 8]
     assert call_steps(make_dynamic_strategy("birdshot-best-of-k", score_steps=3), 12) == [3]

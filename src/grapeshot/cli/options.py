@@ -75,3 +75,13 @@ def parse_cells(text: str | None, ndim: int) -> tuple[int, ...] | None:
             "--cells", f"got {len(cells)} values for {ndim}-D --parts", f"1 or {ndim} values"
         )
     return cells
+
+
+def refuse_dynamic_options(strategy: str, given: dict[str, object]) -> None:
+    """Refuse a dynamic strategy's option given with the static ``strategy`` (it would be
+    ignored): one InputError naming the first such option."""
+    for key in given:
+        raise InputError(
+            f"--{key}", f"given with the static strategy {strategy}",
+            "a dynamic --strategy (docs/dynamic.md)",
+        )  # fmt: skip

@@ -9,9 +9,14 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from grapeshot.cli.options import BalancerOption, IntervalOption, ThresholdOption, WindowOption
+from grapeshot.cli.options import (
+    BalancerOption,
+    IntervalOption,
+    ThresholdOption,
+    WindowOption,
+    refuse_dynamic_options,
+)
 from grapeshot.cli.output import console, emit_json, warn
-from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.placement import Placement, placement_metrics, save_placement
 from grapeshot.model.source import open_workload
@@ -146,20 +151,16 @@ def place_command(
 def _place(wl, m, strategy, seed, **options):
     """(placement, metrics, replay or None) of a static or a replayed dynamic strategy."""
     from grapeshot.place.dynamic import DYNAMIC_STRATEGIES
+    from grapeshot.sim.sweep import check_strategy, dynamic_strategy
 
     given = {k: v for k, v in options.items() if v is not None}
     if strategy not in DYNAMIC_STRATEGIES:
-        if strategy not in STATIC_STRATEGIES:
-            valid = ", ".join([*STATIC_STRATEGIES, *DYNAMIC_STRATEGIES])
-            raise InputError("--strategy", f"unknown strategy {strategy!r}", f"one of: {valid}")
-        for key in given:
-            raise InputError(f"--{key}", f"given with the static strategy {strategy}",
-                             "a dynamic --strategy (docs/dynamic.md)")  # fmt: skip
+        check_strategy(strategy)
+        refuse_dynamic_options(strategy, given)
         placement = place(wl, m, strategy, seed=seed)
         return placement, placement_metrics(placement, wl, m), None
     from grapeshot.place.replay import cells_per_part, replay_dynamic, replay_metrics
     from grapeshot.sim.program import DEFAULT_STATE_BYTES_PER_CELL
-    from grapeshot.sim.sweep import dynamic_strategy
 
     dynamic = dynamic_strategy(strategy, wl, m, seed, given)
     initial = place(wl, m, dynamic.initial, seed=seed).node_of

@@ -18,6 +18,7 @@ from grapeshot.cli.options import (
     WindowOption,
     parse_cells,
     parse_parts,
+    refuse_dynamic_options,
 )
 from grapeshot.cli.output import console, emit_json
 from grapeshot.model.errors import GrapeshotError, InputError
@@ -89,11 +90,7 @@ def dynamic_for_run(strategy: str | None, seed: int, **options: Any) -> Any:
 
     given = {k: v for k, v in options.items() if v is not None}
     if strategy not in DYNAMIC_STRATEGIES:
-        for key in given:
-            raise InputError(
-                f"--{key}", f"given with the static strategy {strategy or 'birdshot'}",
-                "a dynamic --strategy (docs/dynamic.md)",
-            )  # fmt: skip
+        refuse_dynamic_options(strategy or "birdshot", given)
         return None
     if "seed" in factory_keywords(strategy):
         given.setdefault("seed", seed)

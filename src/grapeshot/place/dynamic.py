@@ -251,6 +251,16 @@ def _periodic(balancer: str) -> Callable[..., DynamicStrategy]:
     return factory
 
 
+def call_steps(strategy: DynamicStrategy, steps: int) -> list[int]:
+    """The steps before which ``strategy`` is called in a run of ``steps`` steps: every
+    ``interval`` steps, or the steps it asks for itself (a ``call_steps(n_steps)`` method)."""
+    calls = getattr(strategy, "call_steps", None)
+    if calls is not None:
+        return sorted({int(c) for c in calls(steps) if 0 < int(c) < steps})
+    interval = int(strategy.interval)
+    return list(range(interval, steps, interval))
+
+
 #: Dynamic strategies by name: a factory taking keyword overrides (``interval``,
 #: ``threshold``, ``window``, ``seed``, ...). Adding a strategy is adding an entry.
 DYNAMIC_STRATEGIES: Mapping[str, Callable[..., DynamicStrategy]] = MappingProxyType(

@@ -19,7 +19,7 @@ from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
 from grapeshot.model.placement import PlacementMetrics, load_imbalance
 from grapeshot.model.workload import Workload, partition_bounds
-from grapeshot.place.dynamic import DynamicStrategy
+from grapeshot.place.dynamic import DynamicStrategy, call_steps
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,6 @@ def halo_bytes_matrix(workload: Workload) -> sparse.csr_array:
         (halo.nbytes.astype(np.float64), (halo.sources(), halo.indices)), shape=(n, n)
     )
     return (m + m.T).tocsr()
-
-
-def call_steps(strategy: DynamicStrategy, steps: int) -> list[int]:
-    """The steps before which ``strategy`` is asked, in a run of ``steps`` steps."""
-    calls = getattr(strategy, "call_steps", None)
-    if calls is not None:
-        return sorted({int(c) for c in calls(steps) if 0 < int(c) < steps})
-    return list(range(int(strategy.interval), steps, int(strategy.interval)))
 
 
 def replay_dynamic(

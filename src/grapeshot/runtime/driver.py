@@ -16,6 +16,7 @@ import numpy as np
 from grapeshot.model.errors import InputError
 from grapeshot.model.fields import assemble_fields, fields_digest
 from grapeshot.model.program import Program
+from grapeshot.place.dynamic import call_steps
 from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.static import get_static_strategy
 from grapeshot.runtime.executor import RankResult, run_tasks
@@ -311,15 +312,6 @@ def _migrate(program, first: RankResult, node_of, comm, size):
     for incoming in comm.alltoall(outgoing):
         blocks.update(incoming)
     return new, blocks, comm.allreduce(moved)
-
-
-def call_steps(dynamic, steps: int) -> list[int]:
-    """The steps after which ``dynamic`` is called in a run of ``steps`` steps."""
-    calls = getattr(dynamic, "call_steps", None)
-    if calls is not None:
-        return sorted({int(c) for c in calls(steps) if 0 < int(c) < steps})
-    interval = int(dynamic.interval)
-    return list(range(interval, steps, interval))
 
 
 def halo_comm(program: Program):

@@ -44,6 +44,7 @@ from scipy import sparse
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
 from grapeshot.model.placement import Placement
+from grapeshot.place.dynamic import call_steps
 from grapeshot.sim.collectives import collective_release
 from grapeshot.sim.network import (
     F_BANDWIDTH,
@@ -619,12 +620,7 @@ def _segment_bounds(
 ) -> list[tuple[int, int]]:
     if interval is None:
         return [(0, n_steps)]
-    calls = getattr(dynamic, "call_steps", None)
-    if calls is not None:  # a strategy that asks for calls at given steps only
-        cuts = sorted({int(c) for c in calls(n_steps) if 0 < int(c) < n_steps})
-        edges = [0, *cuts, n_steps]
-        return list(itertools.pairwise(edges))
-    return [(a, min(a + interval, n_steps)) for a in range(0, n_steps, interval)]
+    return list(itertools.pairwise([0, *call_steps(dynamic, n_steps), n_steps]))
 
 
 def halo_matrix(program: Program) -> sparse.csr_array:
