@@ -86,6 +86,9 @@ def test_regression_never_peeks_at_the_future() -> None:
 def test_policy_registry() -> None:
     assert next(p.name for p in parse_policies("paper")) == "user-estimate"
     assert len(parse_policies("all")) == len(POLICIES)
+    mixed = [p.name for p in parse_policies("simple,paper,clairvoyant")]
+    assert mixed[0] == "simple" and mixed[-1] == "clairvoyant"
+    assert len(mixed) == len(set(mixed)) == 8
     with pytest.raises(ValueError, match="expected one of user-estimate"):
         parse_policies("user-estimate,magic")
 

@@ -30,7 +30,8 @@ SIMULATE_HELP = "\n\n".join(
         "utilisation, jobs killed and prediction error.",
         "Policies (the COARE paper's table 2): "
         + "; ".join(f"**{p.name}**: {p.description}" for p in POLICIES.values())
-        + ". `all` runs every one, `paper` the paper's seven.",
+        + ". `all` runs every one, `paper` the paper's seven; both mix with names "
+        "(`paper,clairvoyant`).",
         "The workload is cleaned first (jobs without run time, wider than --cpus, or longer "
         "than 7 days dropped; the first 1 % excluded from the metrics). Bad lines are reported "
         "by line and field and skipped; --strict refuses the file instead. "

@@ -102,14 +102,19 @@ def get_policy(name: str) -> Policy:
 
 
 def parse_policies(text: str) -> list[Policy]:
-    """``"user-estimate,simple"`` → policies; ``"all"`` → every policy; ``"paper"`` → table 2."""
+    """``"user-estimate,simple"`` → policies, in the order given, each once.
+
+    ``all`` stands for every policy and ``paper`` for the seven of table 2; both may be mixed
+    with names (``paper,clairvoyant``).
+    """
+    groups = {"all": tuple(POLICIES), "paper": PAPER_POLICIES}
     names = [s.strip() for s in text.split(",") if s.strip()]
-    if names == ["all"]:
-        return list(POLICIES.values())
-    if names == ["paper"]:
-        return [POLICIES[n] for n in PAPER_POLICIES]
     if not names:
         raise ValueError(
             "no policy given; expected a comma-separated list of " + ", ".join(POLICIES)
         )
-    return [get_policy(n) for n in names]
+    chosen: dict[str, Policy] = {}
+    for name in names:
+        for member in groups.get(name, (name,)):
+            chosen.setdefault(member, get_policy(member))
+    return list(chosen.values())
