@@ -68,6 +68,17 @@ def test_airfoil_mesh_pattern_is_a_symmetric_halo_of_32_parts() -> None:
     assert np.array_equal(p.com, airfoil(2800, 16, seed=0).com)
 
 
+def test_airfoil_mesh_has_the_papers_3d_statistics() -> None:
+    # The paper's 2,800- and 9,428-point meshes: 9.25 and 10.5 partners per part on average
+    # (a 2-D mesh gives under 6), messages 14.2 and 32.0 units on average, growing like a
+    # surface (N^(2/3)) rather than a boundary line (N^(1/2)).
+    small, large = (airfoil(n, 1, seed=0).com for n in (2800, 9428))
+    for com in (small, large):
+        assert 8.0 <= (com > 0).sum(axis=1).mean() <= 12.0
+    growth = large[large > 0].mean() / small[small > 0].mean()
+    assert growth > (9428 / 2800) ** 0.5 * 1.08  # above the 2-D rate (1.83; 3-D: 2.25)
+
+
 def test_spec_examples_of_the_issue() -> None:
     assert parse_spec("regular:d=16,unit=512,seed=1").com.max() == 512
     assert parse_spec("nonuniform:d=31,unit=64").density == 31
