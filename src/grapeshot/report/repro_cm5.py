@@ -1,8 +1,9 @@
 """Repro entries of Wang, Lin & Ranka, CM-5 all-to-many (002): tables 2, 4, 5, 6.
 
 Every number of ours is a prediction of the simulator (:mod:`grapeshot.sim.exchange`) on
-the ``cm5`` preset (32 nodes, 60 us, 9 MB/s, one message received at a time), averaged over
-the test set's patterns; the paper's are measurements on a 32-node CM-5.
+the ``cm5`` preset (32 nodes, 60 us, 9 MB/s, node contention: the packets of messages that
+reach one receiver at once interleave, their senders blocked until their last packet is in),
+averaged over the test set's patterns; the paper's are measurements on a 32-node CM-5.
 """
 
 from __future__ import annotations
@@ -169,10 +170,15 @@ TABLE6: dict[int, dict[str, Any]] = {
 }
 
 _COMMON_NOTES = [
-    "Ours: the simulator's cm5 preset (60 us latency and 9 MB/s fitted to table 2's d = 1 row, "
-    "one message received at a time, FCFS); the CM-5's fat-tree bandwidth limits under load, "
-    "its packet interleaving and its OS/CMMD overheads are not modelled, so our absolute times "
-    "are lower (ratio column) while the orderings are what the rows marked 'ordering' check.",
+    "Ours: the simulator's cm5 preset (60 us latency and 9 MB/s fitted to table 2's d = 1 row; "
+    "node contention as in table 2: the packets of the messages reaching one receiver at once "
+    "interleave, each switch of the 4-ary fat tree serving its active ports round-robin, and "
+    "a sender is blocked until the last packet of its message is accepted). The phased "
+    "schedules and DRS_N never put two messages on one receiver, so only AC changes with "
+    "this model. Not modelled: the fat tree's bandwidth limits under load, the processor "
+    "sharing its time between sending and receiving, CMMD/OS overheads; so our absolute "
+    "times are lower (paper / ours 1.1-12x in tables 4-5, 1.7-5x in table 6, whose messages "
+    "are smaller) and the orderings are what the rows marked 'ordering' check.",
     "Scheduling cost ('comp'): the CM-5's own measurement is used for the 'used once' totals "
     "(our schedules are computed on a modern CPU in tens of microseconds, given in data); "
     "DRS_N has no table, its test-and-set inquiries (3.3 us one way, 1.7 us handler time at a "
@@ -180,6 +186,20 @@ _COMMON_NOTES = [
     "RS_NH's cutoff rule is not given by the paper: ours sends largest first and cuts a "
     "message at 2x the phase's 75th-percentile size.",
 ]
+
+#: Why AC's penalty stays below the paper's at high density (tables 4 and 5).
+_AC_GAP_NOTE = (
+    "AC / RS_N: the paper's 1.4x at d = 4 and 3.4x at d = 31 are table 5's msg_unit = 4096 "
+    "columns (table 4 has no 4096 B column at d = 31: its 16 KiB and 128 KiB give 3.3x and "
+    "4.8x). Packet interleaving at busy receivers (senders blocked meanwhile) is the "
+    "contention mechanism the paper describes and the one modelled; it raises our AC / RS_N "
+    "but not to 3-5x: with every receiver work-conserving, AC can only lose the receivers "
+    "left idle while all senders are blocked elsewhere. The CM-5 loses far more: its AC at "
+    "d = 31 takes 25x the one-message time per 128 KiB message (RS_N 4.8x per phase), "
+    "i.e. blocked packets also hold network capacity other messages need (tree saturation). "
+    "That needs the switches' buffers and arbitration, which the paper does not give, so it "
+    "is not modelled rather than fitted."
+)
 
 
 def _cm5_net():
@@ -348,22 +368,47 @@ def cm5_table2(quick: bool) -> ReproResult:
         ax.set_xlabel("senders d")
         ax.set_ylabel("ms")
         ax.legend(fontsize=7)
-    for key in ("recv", "max"):
-        err = np.abs(np.asarray(data["4096"][key]) / np.asarray(TABLE2[4096][key]) - 1)
-        within.append(float(err.max()))
+    errs = {}
+    for key in ("recv", "max", "min", "ave"):
+        err = np.asarray(data["4096"][key]) / np.asarray(TABLE2[4096][key]) - 1
+        errs[key] = err
+        within.append(float(np.abs(err).max()))
         rows.append(
-            ReproRow(f"4096 B {key}: largest relative error (goal <= 0.20)", 0.0, float(err.max()))
+            ReproRow(
+                f"4096 B {key}: largest relative error (goal <= 0.20)",
+                0.0,
+                float(np.abs(err).max()),
+            )
         )
+    cells = np.concatenate(list(errs.values()))
+    rows.append(
+        ReproRow(
+            "4096 B: cells within 20% of the paper (of 24)",
+            24.0,
+            float((np.abs(cells) <= 0.20).sum()),
+        )
+    )
+    d31 = TABLE2["d"].index(31)
     notes = [
-        "The cm5 preset is fitted to the d = 1 row (60 us + 4096 B / 9 MB/s = 0.515 ms), so "
-        "the receiver's total and the last sender's time grow as d x 0.515 ms: within "
-        f"{100 * max(within):.0f}% of the paper for 4 KiB (the CM-5 slows a little more under "
-        "load: 19.5 ms vs our 16.0 ms at d = 31).",
-        "Senders' min and ave differ: the model serves one whole message at a time (FCFS), so "
-        "the first sender is done after one message time; the CM-5 interleaves packets of all "
-        "senders, so all of them finish near the end (its min is close to its max).",
+        "The cm5 preset is fitted to the d = 1 row (60 us + 4096 B / 9 MB/s = 0.515 ms). "
+        "Node contention: the packets of the d messages interleave at the receiver, which is "
+        "never idle while one is pending, so it is busy d x 0.515 ms; each sender is blocked "
+        "until its last packet is accepted, so all senders finish together near the end, as on "
+        "the CM-5 (its min is within 11% of its max for d <= 16).",
+        "Each switch of the 4-ary fat tree serves its active input ports round-robin: at d = 31 "
+        "the three senders in the receiver's own 4-node cluster (P28-P30) each get a quarter "
+        "of the receiver and finish after 4 message times, the paper's footnote 1 "
+        f"(ours {data['4096']['min'][d31]:.2f} ms, paper {TABLE2[4096]['min'][d31]:.2f} ms).",
+        "4 KiB: largest errors recv "
+        f"{100 * within[0]:.0f}%, max {100 * within[1]:.0f}%, min {100 * within[2]:.0f}%, "
+        f"ave {100 * within[3]:.0f}%, all at d = 31: the CM-5's cost per message grows "
+        "under load (0.516 ms alone, 0.629 ms each at d = 31), which the model does not have; "
+        "the paper gives no cause for it, so it is not fitted.",
         "256 B: the CM-5 pipelines small messages (per-message cost falls from 0.089 to 0.045 "
-        "ms under load); the model charges the full latency to each, so it is up to 2x slow.",
+        "ms under load) and its senders finish before the receiver (0.05 against 0.089 ms at "
+        "d = 1: a message this small is absorbed by the network once injected); the model "
+        "charges the full latency to each message and holds a sender until its last packet "
+        "is received, so recv and max are up to 2.5x slow, min and ave up to 4.7x.",
     ]
     fig.suptitle("Wang, Lin & Ranka table 2: node contention on the CM-5 (paper) vs cm5 preset")
     fig.tight_layout()
@@ -415,7 +460,7 @@ def cm5_table4(quick: bool) -> ReproResult:
                 float(lp_vs <= 1.1),
             )
         )
-    notes = [*_COMMON_NOTES, *checks]
+    notes = [*_COMMON_NOTES, *checks, _AC_GAP_NOTE]
     notes.append(
         f"{reps} patterns per d (the paper: 50); phases are RS_N's partial "
         "permutations, the bound d + log2 d + 1 is checked in the tests."
@@ -450,7 +495,17 @@ def cm5_table5(quick: bool) -> ReproResult:
         spec = TABLE5[d]
         paper = float(np.mean(np.asarray(spec["rsnh"]) / np.asarray(spec["rsn"])))
         rows.append(ReproRow(f"d={d} RS_NH / RS_N comm (mean over units)", paper, better))
-    notes = [*_COMMON_NOTES, *checks, f"{reps} patterns per d (the paper: 50)."]
+        for k, u in enumerate(spec["units"]):
+            rows.append(
+                ReproRow(
+                    f"d={d} {u} B AC / RS_N",
+                    spec["ac"][k] / spec["rsn"][k],
+                    ours["ac"][k] / ours["rsn"][k],
+                )
+            )
+        beats = all(a > r for a, r in zip(ours["ac"], ours["rsn"], strict=True))
+        rows.append(ReproRow(f"ordering: d={d} RS_N beats AC at every size", 1.0, float(beats)))
+    notes = [*_COMMON_NOTES, *checks, _AC_GAP_NOTE, f"{reps} patterns per d (the paper: 50)."]
     return ReproResult(
         "cm5-table5",
         "Wang, Lin & Ranka 1993, table 5 and figure 8",
@@ -491,10 +546,13 @@ def cm5_table6(quick: bool) -> ReproResult:
     notes = [
         *_COMMON_NOTES,
         *checks,
-        "Our meshes: Delaunay of points around a NACA 0012 profile, METIS into 32 parts, "
-        "COM = vertices each part needs from each other part. METIS gives more compact "
-        "parts than the paper's genetic partitioner (its [8]): fewer neighbours per rank "
-        "and smaller messages (rows 'mesh ...'), hence fewer phases.",
+        "Our meshes: 3-D Delaunay tetrahedra around half a NACA 0012 wing, METIS into 32 "
+        "parts, COM = vertices each part needs from each other part. The paper's statistics "
+        "say its meshes are 3-D (messages grow 6.6x from 2,800 to 53,961 points, as a surface "
+        "does: 7.2x); ours have as many partners per rank (rows 'mesh ...') and as many RS_N "
+        "phases, and messages about 0.7x the paper's: METIS gives more compact parts than "
+        "the paper's genetic partitioner (its [8]). Where an ordering differs the two "
+        "leaders are within a few per cent (9,428 points used once: LP 70.2 ms, DRS_N 70.7).",
     ]
     return ReproResult(
         "cm5-table6",
@@ -633,7 +691,7 @@ ENTRIES: tuple[ReproEntry, ...] = (
         "Wang, Lin & Ranka 1993 (CM-5), table 4 / figure 7",
         "set 1 (d = 4, 16, 31; 16 B..128 KiB), AC / LP / RS_N / DRS_N simulated on the "
         "cm5 preset, 50 patterns per d",
-        "~60 s",
+        "~20 s",
         "~5 s",
         cm5_table4,
     ),
@@ -641,8 +699,8 @@ ENTRIES: tuple[ReproEntry, ...] = (
         "cm5-table5",
         "Wang, Lin & Ranka 1993 (CM-5), table 5 / figure 8",
         "set 2 (sizes 1..32 x msg_unit), AC / LP / RS_N / DRS_N / RS_NH, 50 patterns per d",
-        "~90 s",
-        "~6 s",
+        "~25 s",
+        "~5 s",
         cm5_table5,
     ),
     ReproEntry(
@@ -650,8 +708,8 @@ ENTRIES: tuple[ReproEntry, ...] = (
         "Wang, Lin & Ranka 1993 (CM-5), table 6 / figure 9",
         "set 3 (airfoil meshes of 2,800 / 9,428 / 53,961 points, METIS into 32), five "
         "algorithms, 10 schedule seeds",
-        "~30 s",
-        "~8 s",
+        "~15 s",
+        "~10 s",
         cm5_table6,
     ),
     ReproEntry(

@@ -6,8 +6,13 @@ the order the messages become ready, so every resource is served first come, fir
 What decides when a message becomes ready is the algorithm:
 
 ``ac``        Each sender sends its messages back to back in its random order, all at time 0
-              onwards; a sender waits for its NIC (and, under node contention, for the
-              receiver: head-of-line blocking, the CM-5's behaviour).
+              onwards; a sender waits for its NIC. Under node contention (the CM-5) the
+              messages that reach one receiver at once are not served one after the other:
+              their packets interleave (:func:`_interleave`), each message progressing at its
+              share of the receiver, and a sender is blocked until the last packet of its
+              message is accepted (section 2.2 of Wang, Lin & Ranka: a message that cannot be
+              injected blocks its sender; table 2: the senders to one receiver all finish
+              near the end, not one message time apart).
 ``lp``, ``rsn``, ``rsnh``
               Loosely synchronous phases: a transfer of phase ``p`` starts once its sender and
               its receiver have both finished their phase ``p - 1`` transfers.
@@ -24,6 +29,10 @@ What decides when a message becomes ready is the algorithm:
               ``rank + 1, rank + 2, ...``), one round.
 ``neighbor``  Post-everything over the graph neighbours (MPICH and Open MPI): AC in rank order.
 
+The post-everything algorithms (``ac``, ``nbx``, ``alltoallv``, ``neighbor``) go through the
+interleaving model under node contention; the phased ones and ``drsn`` never have two messages
+at one receiver at once, so for them the two models agree.
+
 No CPU time is modelled (packing, matching, the schedule's own computation): the scheduling
 cost is reported separately by :mod:`grapeshot.exchange.plan`.
 """
@@ -35,12 +44,172 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from grapeshot.exchange.pattern import Pattern
 from grapeshot.exchange.schedules import ALGORITHMS, TABLE_ALGORITHMS, Schedule, make_schedule
 from grapeshot.model.machine import Machine
 from grapeshot.model.seed import SeedLike, as_generator
-from grapeshot.sim.network import NetworkModel, network_model
+from grapeshot.sim.network import (
+    F_BANDWIDTH,
+    FAT_TREE,
+    I_ARITY,
+    I_CONTENTION,
+    I_KIND,
+    I_LEVELS,
+    NetworkModel,
+    network_model,
+)
+
+
+@njit(cache=True)
+def _port_shares(
+    r: int, snd: np.ndarray, m: int, tree: bool, arity: int, levels: int, out: np.ndarray
+) -> None:
+    """Shares of receiver ``r``'s capacity for its ``m`` active senders ``snd[:m]``.
+
+    Without a tree (``tree`` False) every active message gets ``1 / m``. On a fat tree each
+    switch serves its active input ports round-robin, one packet each: on the way down to
+    ``r``, the switch of level ``lv`` splits what it passes on among the child subtrees whose
+    senders meet ``r`` there and, if any sender is farther, its parent port; on the way up
+    from a sender, every switch below the meeting point splits its output among its active
+    children. A sender's share is the product of its ports' fractions (the shares sum to 1),
+    written to ``out[:m]``. This is why, in table 2 at ``d = 31``, the three senders in the
+    receiver's own 4-node cluster finish first (the paper's footnote 1): each is one of the
+    four ports of the receiver's switch, while the 28 others share the fourth.
+    """
+    if m == 0:
+        return
+    if not tree:
+        for k in range(m):
+            out[k] = 1.0 / m
+        return
+    # The level of the switch where each sender meets r.
+    lca = np.empty(m, np.int64)
+    for k in range(m):
+        s = snd[k]
+        span = arity
+        h = levels
+        for lv in range(1, levels):
+            if s // span == r // span:
+                h = lv
+                break
+            span *= arity
+        lca[k] = h
+    for k in range(m):
+        s = snd[k]
+        h = lca[k]
+        share = 1.0
+        # Down path: the switches of levels 1 .. h above r.
+        sub = 1
+        for lv in range(1, h + 1):
+            # Ports: distinct level-(lv - 1) subtrees meeting r here, + the parent if needed.
+            ports = 0
+            beyond = 0
+            for q in range(m):
+                if lca[q] == lv:
+                    g = snd[q] // sub
+                    first = True
+                    for p in range(q):
+                        if lca[p] == lv and snd[p] // sub == g:
+                            first = False
+                            break
+                    if first:
+                        ports += 1
+                elif lca[q] > lv:
+                    beyond = 1
+            share /= ports + beyond
+            sub *= arity
+        # Up path: the switches of levels 1 .. h - 1 above s merge their active children.
+        sub = 1
+        for _ in range(1, h):
+            span = sub * arity
+            ports = 0
+            for q in range(m):
+                if snd[q] // span == s // span:
+                    g = snd[q] // sub
+                    first = True
+                    for p in range(q):
+                        if snd[p] // span == s // span and snd[p] // sub == g:
+                            first = False
+                            break
+                    if first:
+                        ports += 1
+            share /= ports
+            sub = span
+        out[k] = share
+
+
+@njit(cache=True)
+def _interleave(
+    n: int,
+    ptr: np.ndarray,
+    dst: np.ndarray,
+    work: np.ndarray,
+    tree: bool,
+    arity: int,
+    levels: int,
+) -> np.ndarray:
+    """Fluid model of packet interleaving; returns each message's delivery time.
+
+    Sender ``s`` sends messages ``ptr[s] .. ptr[s + 1] - 1`` (receivers ``dst``) one after
+    the other, the next as soon as the last packet of the current one is accepted. Message
+    ``k`` needs ``work[k]`` seconds of its receiver (its whole time alone on the network); a
+    receiver's capacity is split among the messages arriving at it at once
+    (:func:`_port_shares`), so each progresses at its share. Rates change only when a
+    message starts or ends: between such events every rate is constant and time jumps to the
+    next end.
+    """
+    ends = np.zeros(dst.shape[0])
+    cur = ptr[:-1].copy()
+    rem = np.zeros(n)
+    rate = np.zeros(n)
+    active = np.zeros(n, dtype=np.bool_)
+    dirty = np.zeros(n, dtype=np.bool_)
+    for s in range(n):
+        if ptr[s] < ptr[s + 1]:
+            active[s] = True
+            rem[s] = work[ptr[s]]
+            dirty[dst[ptr[s]]] = True
+    snd = np.empty(n, dtype=np.int64)
+    share = np.empty(n)
+    t = 0.0
+    while True:
+        for r in range(n):
+            if dirty[r]:
+                m = 0
+                for s in range(n):
+                    if active[s] and dst[cur[s]] == r:
+                        snd[m] = s
+                        m += 1
+                _port_shares(r, snd, m, tree, arity, levels, share)
+                for k in range(m):
+                    rate[snd[k]] = share[k]
+                dirty[r] = False
+        step = np.inf
+        first = -1
+        for s in range(n):
+            if active[s] and rem[s] / rate[s] < step:
+                step = rem[s] / rate[s]
+                first = s
+        if first < 0:
+            break
+        t += step
+        for s in range(n):
+            if not active[s]:
+                continue
+            rem[s] -= rate[s] * step
+            # Ends within rounding of the first one are simultaneous.
+            if s == first or rem[s] <= 1e-12 * work[cur[s]]:
+                ends[cur[s]] = t
+                dirty[dst[cur[s]]] = True
+                cur[s] += 1
+                if cur[s] < ptr[s + 1]:
+                    rem[s] = work[cur[s]]
+                    dirty[dst[cur[s]]] = True
+                else:
+                    active[s] = False
+    return ends
 
 
 @dataclass(frozen=True)
@@ -99,8 +268,40 @@ def _phased(net: NetworkModel, schedule: Schedule) -> tuple[float, np.ndarray]:
     return float(ready.max(initial=0.0)), ready
 
 
+def _interleaved(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]]):
+    """:func:`_back_to_back` under node contention: packets of concurrent messages interleave
+    at their receiver, and a sender is blocked until the last packet of its message is in.
+
+    A message needs ``latency + bytes / bandwidth`` of its receiver, the latency included:
+    table 2's receiver time grows by at least the whole ``d = 1`` time (0.52 ms for 4 KiB)
+    per added sender, so on the CM-5 the per-message cost occupies the receiver rather than
+    overlapping with other messages. Returns ``(last delivery, (n,) finish per rank,
+    (m,) delivery of each message in the orders' sequence)``, seconds.
+    """
+    counts = np.fromiter((len(o) for o in orders), dtype=np.int64, count=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    src = np.repeat(np.arange(n, dtype=np.int64), counts)
+    flat = [x for o in orders for x in o]
+    dst = np.fromiter((x[0] for x in flat), dtype=np.int64, count=len(flat))
+    nbytes = np.fromiter((x[1] for x in flat), dtype=np.float64, count=len(flat))
+    # A message's time alone on the network (latency + bytes / bandwidth, as transmit()).
+    work = net.latency(src, dst) + nbytes / float(net.net_f[F_BANDWIDTH])
+    ni = net.net_i
+    tree = int(ni[I_KIND]) == FAT_TREE
+    arity, levels = (int(ni[I_ARITY]), int(ni[I_LEVELS])) if tree else (n, 1)
+    ends = _interleave(n, ptr, dst, work, tree, arity, levels)
+    finish = np.zeros(n)
+    np.maximum.at(finish, dst, ends)
+    np.maximum.at(finish, src, ends)
+    return float(finish.max(initial=0.0)), finish, ends
+
+
 def _back_to_back(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]]):
     """Each sender sends its ``(dst, bytes)`` list in order, the next when its NIC frees."""
+    if int(net.net_i[I_CONTENTION]):
+        total, finish, _ = _interleaved(net, n, orders)
+        return total, finish
     state = net.new_state()
     finish = np.zeros(n)
     heap = [(0.0, i, 0) for i in range(n) if orders[i]]
@@ -245,12 +446,23 @@ def simulate_contention(
 ) -> dict[str, float]:
     """Table 2: ranks ``0 .. d-1`` each send ``nbytes`` to one receiver at time 0.
 
-    Returns seconds: ``recv`` (the receiver's last delivery) and the senders' ``max``, ``min``
-    and ``ave`` completion times.
+    Under node contention the packets of the ``d`` messages interleave at the receiver (see
+    :func:`_interleave`); otherwise the messages go through :meth:`NetworkModel.transmit` in
+    rank order. Returns seconds: ``recv`` (the receiver's last delivery) and the senders'
+    ``max``, ``min`` and ``ave`` completion times.
     """
     net = machine if isinstance(machine, NetworkModel) else network_model(machine)
     n = net.machine.nodes
     r = n - 1 if receiver is None else receiver
+    if int(net.net_i[I_CONTENTION]):
+        orders = [[(r, int(nbytes))] if i < d else [] for i in range(n)]
+        _, _, ends = _interleaved(net, n, orders)
+        return {
+            "recv": float(ends.max()),
+            "max": float(ends.max()),
+            "min": float(ends.min()),
+            "ave": float(ends.mean()),
+        }
     state = net.new_state()
     ends = []
     for i in range(d):
