@@ -82,6 +82,31 @@ class RmaBusyBits:
         self.win.Free()
 
 
+class _Round:
+    """One round of a collective exchange, planned once: 32-bit counts and displacements, and
+    where each piece comes from and goes to in the packed buffers."""
+
+    __slots__ = ("packs", "rc", "rd", "recv_bytes", "sc", "sd", "send_bytes", "unpacks")
+
+    @classmethod
+    def plan(cls, sizes_out, sizes_in, peers_out, peers_in, lo: int, step: int) -> _Round:
+        """The round covering bytes ``lo .. lo + step`` of every message."""
+        rnd = cls()
+        sc = np.clip(np.asarray(sizes_out, np.int64) - lo, 0, step)
+        rc = np.clip(np.asarray(sizes_in, np.int64) - lo, 0, step)
+        sd = np.cumsum(sc) - sc
+        rd = np.cumsum(rc) - rc
+        rnd.sc, rnd.sd, rnd.rc, rnd.rd = (x.astype(np.int32) for x in (sc, sd, rc, rd))
+        rnd.send_bytes, rnd.recv_bytes = int(sc.sum()), int(rc.sum())
+        rnd.packs = [
+            (int(j), lo, int(a), int(n)) for j, a, n in zip(peers_out, sd, sc, strict=True) if n
+        ]
+        rnd.unpacks = [
+            (int(i), lo, int(a), int(n)) for i, a, n in zip(peers_in, rd, rc, strict=True) if n
+        ]
+        return rnd
+
+
 def _yield() -> None:
     """Give the core away between polls: where ranks share cores (oversubscribed hosts) a
     polling loop would otherwise keep the rank it waits for off the CPU for a time slice."""
@@ -177,14 +202,26 @@ class ExchangePlan:
 
             self.comm.Allreduce(biggest, glob, op=MPI.MAX)
             # Per round, all of a rank's pieces share one buffer whose displacements are int.
-            self._round = max(1, min(self.max_chunk, INT_MAX // max(self.n, 1)))
-            self.n_phases = max(1, -(-int(glob[0]) // self._round))
+            step = max(1, min(self.max_chunk, INT_MAX // max(self.n, 1)))
+            self.n_phases = max(1, -(-int(glob[0]) // step))
+            peers_out = peers_in = list(range(self.n))
             if algorithm == "neighbor":
-                self._srcs = np.flatnonzero(self.recvl).tolist()
-                self._dsts = dests.tolist()
+                peers_in = np.flatnonzero(self.recvl).tolist()
+                peers_out = dests.tolist()
                 self._graph = self.comm.Create_dist_graph_adjacent(
-                    self._srcs, self._dsts, reorder=False
+                    peers_in, peers_out, reorder=False
                 )
+            self._collective_rounds = [
+                _Round.plan(
+                    self.sendl[peers_out], self.recvl[peers_in], peers_out, peers_in, lo, step
+                )
+                for lo in range(0, self.n_phases * step, step)
+            ]
+            # One pair of packed buffers, sized for the largest round, serves every round.
+            self._packed = (
+                np.empty(max(r.send_bytes for r in self._collective_rounds), np.uint8),
+                np.empty(max(r.recv_bytes for r in self._collective_rounds), np.uint8),
+            )
         self._recvbuf: dict[int, np.ndarray] = (
             {int(i): np.empty(int(self.recvl[i]), np.uint8) for i in np.flatnonzero(self.recvl)}
             if self.recvl is not None
@@ -302,46 +339,22 @@ class ExchangePlan:
             _yield()
         return {s: (p[0] if len(p) == 1 else np.concatenate(p)) for s, p in pieces.items()}
 
-    def _rounds(self, bufs, peers_out, peers_in, call) -> dict[int, np.ndarray]:
-        step = self._round
-        sizes_out = np.array([self.sendl[j] for j in peers_out], dtype=np.int64)
-        sizes_in = np.array([self.recvl[i] for i in peers_in], dtype=np.int64)
-        for r in range(self.n_phases):
-            lo = r * step
-            sc = np.clip(sizes_out - lo, 0, step)
-            rc = np.clip(sizes_in - lo, 0, step)
-            sd = np.r_[0, np.cumsum(sc)[:-1]] if sc.size else sc
-            rd = np.r_[0, np.cumsum(rc)[:-1]] if rc.size else rc
-            sbuf = np.empty(int(sc.sum()), np.uint8)
-            for k, j in enumerate(peers_out):
-                if sc[k]:
-                    sbuf[sd[k] : sd[k] + sc[k]] = bufs[j][lo : lo + sc[k]]
-            rbuf = np.empty(int(rc.sum()), np.uint8)
-            call(sbuf, sc, sd, rbuf, rc, rd)
-            for k, i in enumerate(peers_in):
-                if rc[k]:
-                    self._recvbuf[i][lo : lo + rc[k]] = rbuf[rd[k] : rd[k] + rc[k]]
-        return dict(self._recvbuf)
+    def _rounds(self, bufs: dict[int, np.ndarray], call) -> dict[int, np.ndarray]:
+        recv = self._recvbuf
+        sbuf, rbuf = self._packed
+        for rnd in self._collective_rounds:
+            for j, lo, at, n in rnd.packs:
+                sbuf[at : at + n] = bufs[j][lo : lo + n]
+            call([sbuf, (rnd.sc, rnd.sd)], [rbuf, (rnd.rc, rnd.rd)])
+            for i, lo, at, n in rnd.unpacks:
+                recv[i][lo : lo + n] = rbuf[at : at + n]
+        return dict(recv)
 
     def _run_alltoallv(self, bufs: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
-        ranks = list(range(self.n))
-
-        def call(sbuf, sc, sd, rbuf, rc, rd):
-            self.comm.Alltoallv(
-                [sbuf, (sc.astype(np.int32), sd.astype(np.int32))],
-                [rbuf, (rc.astype(np.int32), rd.astype(np.int32))],
-            )
-
-        return self._rounds(bufs, ranks, ranks, call)
+        return self._rounds(bufs, self.comm.Alltoallv)
 
     def _run_neighbor(self, bufs: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
-        def call(sbuf, sc, sd, rbuf, rc, rd):
-            self._graph.Neighbor_alltoallv(
-                [sbuf, (sc.astype(np.int32), sd.astype(np.int32))],
-                [rbuf, (rc.astype(np.int32), rd.astype(np.int32))],
-            )
-
-        return self._rounds(bufs, self._dsts, self._srcs, call)
+        return self._rounds(bufs, self._graph.Neighbor_alltoallv)
 
     def free(self) -> None:
         """Release the plan's MPI objects (collective)."""
