@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import grapeshot
 from grapeshot import __version__
 from grapeshot.cli import main as cli_main
 from tests.cli.helpers import run_main
@@ -142,19 +143,26 @@ def test_a_command_without_mpi_runs_once_under_mpiexec() -> None:
 def test_ctrl_c_at_any_moment_of_start_up_is_quiet(delay: float) -> None:
     # Whenever the interrupt lands (imports, parsing, the command), one line or none, no
     # traceback; the delay only spreads the attempts over the start-up. The interpreter's own
-    # start (tens of ms, before any grapeshot code runs) is left out: nothing can catch there.
+    # start, before any grapeshot code runs, is left out: nothing can catch there. On a loaded
+    # machine it can outlast the delay; such an attempt (a traceback without one grapeshot
+    # frame) is made again a little later.
     import signal
     import time
     from pathlib import Path
 
     script = Path(sys.executable).parent / "grapeshot"
-    proc = subprocess.Popen(
-        [str(script), "lif", "--nodes", "4096", "--parts-per-node", "64", "--busy", "0.6"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    time.sleep(delay)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
+    package = str(Path(grapeshot.__file__).parent)
+    for attempt in range(5):
+        proc = subprocess.Popen(
+            [str(script), "lif", "--nodes", "4096", "--parts-per-node", "64", "--busy", "0.6"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(delay + 0.2 * attempt)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        before_our_code = "Traceback" in err and package not in err
+        if not before_our_code:
+            break
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert proc.returncode in (0, 130), (proc.returncode, err)
     assert len(err.strip().splitlines()) <= 1, err
