@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Schedule a 16-regular all-to-many exchange of 4 KiB messages on the simulated CM-5 (a node
-# receives one message at a time): phases and predicted time per algorithm.
+# receiving several messages at once serves their packets in turn): phases and predicted time
+# per algorithm.
 set -euo pipefail
 G=${GRAPESHOT:-grapeshot}
 $G exchange --pattern regular:d=16,unit=4096,seed=1 --algorithms all --simulate cm5 \

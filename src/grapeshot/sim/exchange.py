@@ -2,7 +2,9 @@
 
 Each message goes through :meth:`NetworkModel.transmit` (NIC serialisation, shared links on
 fat trees and tori, one message at a time per receiver under ``node_contention``), called in
-the order the messages become ready, so every resource is served first come, first served.
+the order the messages become ready, so every resource is served first come, first served;
+except that under ``node_contention`` the post-everything algorithms go through the packet
+interleaving model below instead (a receiver shares itself among the messages reaching it).
 What decides when a message becomes ready is the algorithm:
 
 ``ac``        Each sender sends its messages back to back in its random order, all at time 0
