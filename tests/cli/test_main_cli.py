@@ -164,5 +164,7 @@ def test_ctrl_c_at_any_moment_of_start_up_is_quiet(delay: float) -> None:
         if not before_our_code:
             break
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert proc.returncode in (0, 130), (proc.returncode, err)
+    # 130 from our handler; killed by the signal itself (-SIGINT, what a shell also shows as
+    # 130) when it lands before Python installs its own handler.
+    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
     assert len(err.strip().splitlines()) <= 1, err
