@@ -7,13 +7,20 @@ import math
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from grapeshot.apps.zmodel.balance import (
+    granularity_study,
+    rank_load,
+    rank_scan,
+    spread,
+    study_grids,
+)
 from grapeshot.apps.zmodel.cutoff import place_parts
 from grapeshot.apps.zmodel.fft import config_knobs, riesz_patterns
 from grapeshot.apps.zmodel.mesh import initial_state, node_coords
@@ -165,11 +172,6 @@ def predict_strong_scaling(
     return out
 
 
-def _spread(load: np.ndarray) -> float:
-    """Largest deviation of a rank's load from the mean, relative to the mean."""
-    return float(np.abs(load - load.mean()).max() / load.mean())
-
-
 #: Figure 5: the multi-mode cutoff run weak-scaled 4 -> 1,024 GPUs takes ~20 % longer.
 PAPER_WEAK_GROWTH = 0.20
 
@@ -218,142 +220,107 @@ def predict_weak_scaling(quick: bool) -> dict[int, float]:
 
 #: The issue's target for a balanced late step: every rank within 15 % of the mean.
 TARGET_SPREAD = 0.15
-#: Micro-partitions per rank studied for birdshot (64 ranks: 8 x 8 rank grid).
-PARTS_PER_RANK = (4, 16, 64, 256, 1024)
-#: Birdshot seeds per count (its placement is random: the spread is a distribution).
+#: Birdshot seeds per placement (its placement is random: the spread is a distribution).
 STUDY_SEEDS = 10
 
 
-def granularity_study(
-    p: ZModelParams,
-    grids: list[tuple[int, int]],
-    counts: list[np.ndarray],
-    points: np.ndarray,
-    dims: tuple[int, int],
-) -> list[dict[str, Any]]:
-    """Late spread and ghost volume of each placement against micro-partitions per rank.
+@dataclass(frozen=True)
+class Fig67Run:
+    """Sizes of the figures 6-7 run.
 
-    Parameters
-    ----------
-    p
-        The run.
-    grids, counts
-        Micro-partition grids and the run's points per part on each, (steps + 1, sx * sy).
-    points
-        The surface points (n*n, 3) at the late step (the last row of ``counts``).
-    dims
-        Rank grid (px, py).
-
-    Returns
-    -------
-    list of dict
-        Per grid: ``parts_per_rank``; ``spread`` per strategy (birdshot: mean and max over
-        :data:`STUDY_SEEDS` seeds); ``ghosts_per_point`` per strategy (ghost copies sent per
-        surface point at the late step: the halo cost of finer, scattered micro-partitions);
-        ``random_sigma``: the relative standard deviation of a rank's load under a uniformly
-        random placement, sqrt(sum c^2 (1/R)(1 - 1/R)) / (N/R), which falls with finer parts
-        until each holds ~one point and then floors at ~sqrt(R/N).
+    ``mesh`` nodes on [-box, box]^2 for ``steps`` steps; the percentages of figures 6-7 on
+    256 ranks (16 x 16, Beatnik's count); balancing on ``side x side`` ranks (blocks
+    ``2 box / side`` wide) and a scan over ``scan_sides``.
     """
-    from grapeshot.apps.zmodel.cutoff import ghost_pairs, part_bounds, part_of
-    from grapeshot.apps.zmodel.kernels import image_offsets
 
-    ranks = dims[0] * dims[1]
-    offsets = image_offsets(p.periodic, p.length)
-    out = []
-    for parts, c in zip(grids, counts, strict=True):
-        late = c[-1].astype(np.float64)
-        nparts = parts[0] * parts[1]
-        part = part_of(points, p.box, parts)
-        bounds = part_bounds(points, part, nparts)
-        spread: dict[str, Any] = {}
-        ghosts: dict[str, float] = {}
-        for name in ("beatnik", "birdshot", "greedy"):
-            seeds = range(STUDY_SEEDS) if name == "birdshot" else (0,)
-            sp, gh = [], []
-            for seed in seeds:
-                lay = place_parts(
-                    name, parts, dims, seed=seed, loads=late if name == "greedy" else None
-                )
-                sp.append(_spread(np.bincount(lay, weights=late, minlength=ranks)))
-                gp, _, _ = ghost_pairs(
-                    points, offsets, p.box, parts, p.cutoff, lay, lay[part], bounds
-                )
-                gh.append(gp.size / points.shape[0])
-            spread[name] = {"mean": float(np.mean(sp)), "max": float(np.max(sp))}
-            ghosts[name] = float(np.mean(gh))
-        mean = late.sum() / ranks
-        sigma = math.sqrt(float((late**2).sum()) * (1 / ranks) * (1 - 1 / ranks)) / mean
-        out.append(
-            {
-                "parts": list(parts),
-                "parts_per_rank": nparts // ranks,
-                "spread": spread,
-                "ghosts_per_point": ghosts,
-                "random_sigma": sigma,
-            }
-        )
-    return out
+    mesh: int
+    box: float
+    steps: int
+    side: int
+    scan_sides: tuple[int, ...]
+    early: int = 80
+
+
+#: Full: 160^2 nodes on [-2, 2]^2 (node spacing 0.025; spacings below ~0.023 are not stable
+#: to step 340 with Beatnik's dt and M = e = 2, see docs/zmodel.md), 256 ranks of 0.25 x 0.25.
+FIG67_FULL = Fig67Run(160, 2.0, 340, 16, (4, 6, 8, 10, 12, 14, 16))
+#: Quick: 48^2 nodes on [-1, 1]^2 (spacing 0.043), 300 steps; balancing on 64 ranks of the
+#: same 0.25 width.
+FIG67_QUICK = Fig67Run(48, 1.0, 300, 8, (4, 6, 8))
+
+
+def _history_grids(run: Fig67Run) -> list[tuple[int, int]]:
+    """Grids counted at every step: the 16 x 16 and side x side rank blocks (Beatnik's
+    layout) and the study grids no finer than one node spacing."""
+    grids = [(16, 16), (run.side, run.side)]
+    grids += [g for g in study_grids(run.mesh, run.side) if g[0] <= run.mesh]
+    return list(dict.fromkeys(grids))
 
 
 def beatnik_fig6_7(quick: bool) -> ReproResult:
     """Points per rank of the single-mode high-order cutoff run, early and late (Beatnik's
-    layout), then the same run's micro-partitions placed by birdshot and greedy."""
-    # Beatnik's fixed dt (tau/50) is not stable to step 340 on finer meshes of [-1, 1]^2
-    # with these parameters (96^2 blows up near step 330, 128^2 earlier): 64^2 is the
-    # finest that runs Beatnik's 340 steps.
-    mesh, steps = (48, 300) if quick else (64, 340)
-    early = 80
-    p = scene_params("rollup", mesh, steps)
-    # micro-partitions: one initial node column each, so 16 x 16 and 8 x 8 rank blocks are
-    # whole blocks of them
-    parts = (mesh, mesh)
-    # Balancing: 64 ranks; birdshot's micro-partitions per rank studied on finer and coarser
-    # grids of space counted in the same run
-    dims, ranks = (8, 8), 64
-    study_grids = [(8 * math.isqrt(k), 8 * math.isqrt(k)) for k in PARTS_PER_RANK]
-    grids = [parts] + [g for g in study_grids if g != parts]
-    t0 = time.perf_counter()
-    all_counts, kept = rollup_history(p, grids, keep=(steps,))
-    secs = time.perf_counter() - t0
-    counts = all_counts[0].astype(np.float64)
-    by_grid = dict(zip(grids, all_counts, strict=True))
-    study = granularity_study(p, study_grids, [by_grid[g] for g in study_grids], kept[steps], dims)
-    # the count birdshot runs at: the first that meets the target on average over seeds,
-    # else the one with the smallest mean late spread
-    meets = [d for d in study if d["spread"]["birdshot"]["mean"] <= TARGET_SPREAD]
-    best = meets[0] if meets else min(study, key=lambda d: d["spread"]["birdshot"]["mean"])
-    bird_parts = tuple(best["parts"])
-    bird_counts = by_grid[bird_parts].astype(np.float64)
-    total = p.nodes**2
-    late = steps
-    # Beatnik's 256 ranks: a 16 x 16 block layout of the parts.
-    lay256 = place_parts("beatnik", parts, (16, 16))
-    pct = [
-        np.bincount(lay256, weights=counts[s], minlength=256) / total * 100 for s in (early, late)
-    ]
-    # Spread over time on 64 ranks: Beatnik's layout and greedy on one node column per part,
-    # birdshot at its best count of the study (seed 0)
-    # reactive: grapeshot's reactive balancer on the measured counts, called every 30 steps
-    # (its default interval) starting from the geometric layout
+    layout), then the same run's micro-partitions placed by birdshot, greedy and reactive,
+    with birdshot's granularity study, its prediction and a scan over rank counts."""
     from grapeshot.apps.zmodel.cutoff import DynamicPlacement
+    from grapeshot.apps.zmodel.kernels import image_offsets
 
-    reactive = DynamicPlacement("reactive", parts, dims)
-    spreads: dict[str, list[float]] = {}
-    for name in ("beatnik", "birdshot", "greedy", "reactive"):
-        grid, cnt = (bird_parts, bird_counts) if name == "birdshot" else (parts, counts)
-        row = []
-        for s in range(steps + 1):
-            if name == "greedy":
-                lay = place_parts("greedy", grid, dims, loads=cnt[s])
-            elif name == "reactive":
-                lay = reactive.node_of  # placed from the steps before s
-                reactive.update(cnt[s])
-            else:
-                lay = place_parts(name, grid, dims, seed=0)
-            row.append(_spread(np.bincount(lay, weights=cnt[s], minlength=ranks)))
-        spreads[name] = row
-    strong = predict_strong_scaling(p, parts, counts[1:], secs / steps)
+    run = FIG67_QUICK if quick else FIG67_FULL
+    p = replace(scene_params("rollup", run.mesh, run.steps), box=run.box)
+    early, late = run.early, run.steps
+    dims = (run.side, run.side)
+    ranks = run.side * run.side
+    seeds = range(STUDY_SEEDS)
+    grids = _history_grids(run)
+    t0 = time.perf_counter()
+    all_counts, kept = rollup_history(p, grids, keep=(late,))
+    secs = time.perf_counter() - t0
+    hist = {g: c.astype(np.float64) for g, c in zip(grids, all_counts, strict=True)}
+    points = kept[late]
+    total = p.nodes**2
+
+    # figures 6-7: Beatnik's 256 ranks are the 16 x 16 blocks of space
+    pct = [hist[(16, 16)][s] / total * 100 for s in (early, late)]
+
+    # balancing on side x side ranks: granularity study at the late step, then a scan over
+    # rank counts at one node spacing per micro-partition
+    study = granularity_study(
+        points,
+        p.box,
+        dims,
+        study_grids(run.mesh, run.side),
+        seeds,
+        cutoff=p.cutoff,
+        offsets=image_offsets(p.periodic, p.length),
+    )
+    scan = rank_scan(points, p.box, run.mesh, run.scan_sides, seeds)
+    counted = [d for d in study if tuple(d["parts"]) in hist]
+    best = min(counted, key=lambda d: d["spread"]["birdshot"]["mean"])
+    bird_parts = tuple(best["parts"])
+    fine = (run.mesh, run.mesh)  # one initial node spacing per micro-partition
+
+    # spread over time: Beatnik's layout (the rank blocks), greedy and reactive (grapeshot's
+    # reactive balancer every 30 steps from the geometric layout) on the one-spacing parts,
+    # birdshot (seed 0) on the study's best grid
+    reactive = DynamicPlacement("reactive", fine, dims)
+    bird_lay = place_parts("birdshot", bird_parts, dims, seed=0)
+    series: dict[str, list[float]] = {"beatnik": [], "birdshot": [], "greedy": [], "reactive": []}
+    for s in range(late + 1):
+        series["beatnik"].append(spread(hist[dims][s]))
+        series["birdshot"].append(spread(rank_load(hist[bird_parts][s], bird_lay, ranks)))
+        c = hist[fine][s]
+        series["greedy"].append(
+            spread(rank_load(c, place_parts("greedy", fine, dims, loads=c), ranks))
+        )
+        lay = reactive.node_of  # placed from the steps before s
+        reactive.update(c)
+        series["reactive"].append(spread(rank_load(c, lay, ranks)))
+
+    # figures 8 and 5: the trace simulated on 4..256 one-core nodes, on the finest counted
+    # grid of at most 6,400 parts (the simulator's cost grows with the parts)
+    sim_grid = max((g for g in hist if g[0] * g[1] <= 6400), key=lambda g: g[0] * g[1])
+    strong = predict_strong_scaling(p, sim_grid, hist[sim_grid][1:], secs / run.steps)
     weak = predict_weak_scaling(quick)
+
     rows = [
         ReproRow(
             f"step {early}: points per rank, mean (% of all, 256 ranks)",
@@ -375,29 +342,57 @@ def beatnik_fig6_7(quick: bool) -> ReproResult:
             f"256 ranks, step {late}: spread, Beatnik's layout (max |load-mean|/mean; paper "
             "from its 0.65 % max)",
             (PAPER_LATE_MAX - mean_256) / mean_256,
-            _spread(pct[1]),
+            spread(pct[1]),
         )
     )
-    per_rank = {k: len(counts[0]) // ranks for k in ("beatnik", "greedy", "reactive")}
-    per_rank["birdshot"] = best["parts_per_rank"]
-    for name, row in spreads.items():
-        rows.append(
-            ReproRow(
-                f"64 ranks, step {late}: spread {name}, {per_rank[name]} parts/rank"
-                + ("" if name == "beatnik" else " (paper column: target)"),
-                None if name == "beatnik" else TARGET_SPREAD,
-                row[-1],
-            )
-        )
+    per_rank = total // ranks
+    head = f"{ranks} ranks ({per_rank} points a rank), step {late}: spread"
+    bird = best["spread"]["birdshot"]
+    one = next(d for d in study if tuple(d["parts"]) == fine)
+    rows += [
+        ReproRow(f"{head}, Beatnik's layout", None, series["beatnik"][-1]),
+        ReproRow(
+            f"{head}, greedy ({one['parts_per_rank']} parts/rank; target)",
+            TARGET_SPREAD,
+            series["greedy"][-1],
+        ),
+        ReproRow(
+            f"{head}, birdshot ({best['parts_per_rank']} parts/rank), mean of {STUDY_SEEDS} "
+            f"seeds (target; theory {best['theory']['expected_spread']:.3f})",
+            TARGET_SPREAD,
+            bird["mean"],
+        ),
+        ReproRow(
+            f"{head}, birdshot, worst of {STUDY_SEEDS} seeds (target)", TARGET_SPREAD, bird["max"]
+        ),
+        ReproRow(
+            f"{head}, reactive (every {reactive.strategy.interval} steps; target)",
+            TARGET_SPREAD,
+            series["reactive"][-1],
+        ),
+    ]
     for d in study:
         b = d["spread"]["birdshot"]
         rows.append(
             ReproRow(
-                f"study, 64 ranks: birdshot {d['parts_per_rank']} parts/rank, late spread "
-                f"(mean of {STUDY_SEEDS} seeds; max {b['max']:.2f}; "
-                f"{d['ghosts_per_point']['birdshot']:.1f} ghosts/point)",
+                f"study, {ranks} ranks: birdshot {d['parts_per_rank']} parts/rank, late spread "
+                f"mean of {STUDY_SEEDS} seeds (worst {b['max']:.3f}; theory "
+                f"{d['theory']['expected_spread']:.3f}; "
+                f"{d['ghosts_per_point']['birdshot']:.0f} ghosts/point)",
                 TARGET_SPREAD,
                 b["mean"],
+            )
+        )
+    for d in scan:
+        sp = d["spread"]
+        rows.append(
+            ReproRow(
+                f"scan, {d['ranks']} ranks ({d['points_per_rank']:.0f} points a rank): birdshot "
+                f"late spread, mean of {STUDY_SEEDS} seeds (worst {sp['birdshot']['max']:.3f}; "
+                f"theory {d['theory']['expected_spread']:.3f}; Beatnik's layout "
+                f"{sp['beatnik']:.3f}; greedy {sp['greedy']:.3f})",
+                TARGET_SPREAD,
+                sp["birdshot"]["mean"],
             )
         )
     geo = strong["geometric"]
@@ -416,124 +411,66 @@ def beatnik_fig6_7(quick: bool) -> ReproResult:
             weak[top] / weak[4] - 1,
         )
     )
+    spread_meets = [d["ranks"] for d in scan if d["spread"]["birdshot"]["mean"] <= TARGET_SPREAD]
     notes = [
         f"Run: high order, cutoff 0.25, free, sech2 (m 0.1, p 9, A 0.15, M 2, e 2), "
-        f"{mesh}^2 nodes on [-1,1]^2, {steps} steps of tau/50 in {secs:.1f} s; points counted "
-        f"per spatial micro-partition ({parts[0]} x {parts[1]} columns of space) after every "
-        "step. Beatnik: "
-        "512^2 nodes on [-3,3]^2, cutoff 0.5, GPUs: our box is smaller relative to the bump, "
-        "so the roll-up covers more of the ranks and the late spread is wider.",
+        f"{run.mesh}^2 nodes on [-{run.box:g},{run.box:g}]^2 (spacing {p.dx:.4f}), {late} "
+        f"steps of tau/50 in {secs:.1f} s; points counted per spatial micro-partition on "
+        f"{len(grids)} grids after every step. Beatnik: 512^2 nodes on [-3,3]^2 (spacing "
+        "0.0117), cutoff 0.5, GPUs. Spacings finer than ~0.023 are not stable to step 340 "
+        "with Beatnik's fixed dt and M = e = 2 (docs/zmodel.md): grid-scale ripples grow "
+        "inside the roll-up, and with dt halved 128^2 on [-1,1]^2 fails at the same model "
+        "time (not a time-step limit), so the full run widens the box at spacing 0.025.",
         "Ranks are simulated from the trace: the sums are bit-for-bit the same whatever the "
         "placement (tests/apps/zmodel/test_mpi_zmodel.py), so each placement's per-rank load "
         "is the same counts summed by its owner map.",
-        f"Balancing: 64 ranks; Beatnik's layout and greedy on {parts[0] * parts[1] // 64} "
-        "micro-partitions a rank; greedy = GreedyLB on the evaluation's own counts (free: "
-        "every point migrates to space at each evaluation anyway); birdshot = grapeshot's "
-        "random placement with quotas, at the parts-per-rank count of the study below that "
-        "meets the target (late spread within 15 % of the mean) or, if none does, the one "
-        f"with the smallest mean spread: {best['parts_per_rank']} a rank "
-        f"({'meets' if meets else 'none meets'}); reactive = grapeshot's reactive balancer "
-        f"(--spatial-strategy reactive) from the geometric layout, every "
-        f"{reactive.strategy.interval} steps, at most 5 % of the parts moved a call "
-        f"({reactive.moves} moves in all).",
-        "Birdshot study (64 ranks, last step, "
-        f"{STUDY_SEEDS} seeds): parts/rank -> mean late spread, ghost copies per point, "
-        "random-placement sigma: "
-        + "; ".join(
-            f"{d['parts_per_rank']} -> {d['spread']['birdshot']['mean']:.2f}, "
-            f"{d['ghosts_per_point']['birdshot']:.1f}, {d['random_sigma']:.3f}"
-            for d in study
-        )
-        + f" (Beatnik's layout: {study[0]['ghosts_per_point']['beatnik']:.1f} ghosts/point). "
-        "Finer parts first help (a rolled-up column holds less of a rank's points), then the "
-        "points themselves are the grain: once a part holds ~one point, a random placement's "
-        f"rank load has sigma ~ sqrt(R/N) = {math.sqrt(ranks / total):.3f} ({total // ranks} "
-        "points a rank here; Beatnik's 512^2 on 256 ranks: 1,024), and the max over 64 ranks "
-        "is ~2.5 sigma. Scattering parts also multiplies the ghosts: every rank owning a part "
-        "within the cutoff receives a copy. Greedy places by the measured counts, so it needs "
-        "no finer grain, though its parts are scattered too (ghosts/point at 4 .. 1024 parts "
-        "a rank: " + ", ".join(f"{d['ghosts_per_point']['greedy']:.1f}" for d in study) + ").",
+        f"Balancing on {ranks} ranks ({run.side} x {run.side} blocks {2 * run.box / run.side:g} "
+        "wide, as Beatnik's 256 ranks on our box): greedy = GreedyLB on each evaluation's "
+        "counts (--spatial-strategy greedy), one node spacing per part; birdshot = grapeshot's "
+        "random placement with quotas, on the study's grid with the smallest mean late "
+        f"spread ({best['parts_per_rank']} parts a rank); reactive = grapeshot's reactive "
+        f"balancer from the geometric layout ({reactive.moves} moves in all).",
+        "Birdshot's spread is predicted from the part counts alone (balance."
+        "expected_random_spread): a rank's load is K random parts, relative sd = "
+        "sqrt(K s^2 (P-K)/(P-1)) / (K c), and the max over R ranks is ~E[max of R |Z|] sd "
+        "(3.0 sd at 256 ranks). Finer parts lower it while they split the roll-up's dense "
+        "columns; parts finer than the node spacing raise it again (they hold 0 or 1 point: "
+        "the points are the grain). At one spacing per part the flat surface adds no "
+        "variance and sd^2 = s^2 / (points a rank): birdshot needs many points a rank, "
+        "greedy does not. Birdshot's mean late spread meets the 15 % target on "
+        + (", ".join(str(r) for r in spread_meets) or "none")
+        + " of the scanned rank counts ("
+        + ", ".join(str(d["ranks"]) for d in scan)
+        + "); greedy meets it on all. Finer meshes do not lower birdshot's floor: the roll-up "
+        "gets denser as the spacing shrinks, so s^2 grows faster than the points a rank "
+        "(docs/zmodel.md: 128^2 to 176^2 on [-2,2]^2 give 0.15 to 0.20 on 256 ranks). "
+        "Scattering parts multiplies the ghost copies (study rows): every rank owning a part "
+        "within the cutoff receives one.",
     ]
     data = {
         "weak_scaling_predicted": {str(r): v for r, v in weak.items()},
         "strong_scaling_predicted": {
             k: {str(r): v for r, v in d.items()} for k, d in strong.items()
         },
-        "mesh": mesh,
-        "steps": steps,
+        "mesh": run.mesh,
+        "box": run.box,
+        "steps": run.steps,
         "early_step": early,
         "late_step": late,
+        "balance_ranks": ranks,
         "points_percent_256_early": pct[0].tolist(),
         "points_percent_256_late": pct[1].tolist(),
-        "spread_64": spreads,
+        "spread_series": series,
         "birdshot_parts": list(bird_parts),
         "birdshot_study": study,
+        "rank_scan": scan,
         "target_spread": TARGET_SPREAD,
-        "part_counts_late": counts[late].tolist(),
+        "part_counts_late": hist[dims][late].tolist(),
+        "reactive_moves": reactive.moves,
         "seconds": secs,
     }
-    fig, axes = plt.subplots(1, 5, figsize=(22, 4.2), constrained_layout=True)
-    vmax = max(pct[1].max(), 0.5)
-    for ax, pc, s in zip(axes[:2], pct, (early, late), strict=True):
-        im = ax.imshow(pc.reshape(16, 16).T, origin="lower", vmin=0, vmax=vmax, cmap="viridis")
-        ax.set_title(f"step {s}: % of points per rank (256 ranks)")
-        ax.set_xlabel("rank x")
-        ax.set_ylabel("rank y")
-    fig.colorbar(im, ax=axes[:2], shrink=0.8)
-    for name, row in spreads.items():
-        axes[2].plot(row, label=name)
-    axes[2].axhline(0.15, color="k", ls=":", lw=1, label="15 %")
-    axes[2].set_xlabel("step")
-    axes[2].set_ylabel("max |load - mean| / mean")
-    axes[2].set_title(f"64 ranks (birdshot: {best['parts_per_rank']} parts/rank)")
-    axes[2].legend()
-    ks = [d["parts_per_rank"] for d in study]
-    axes[4].semilogx(
-        ks,
-        [d["spread"]["birdshot"]["mean"] for d in study],
-        "o-",
-        base=2,
-        label="birdshot, mean late spread",
-    )
-    axes[4].semilogx(
-        ks,
-        [d["spread"]["birdshot"]["max"] for d in study],
-        "v:",
-        base=2,
-        label="birdshot, worst seed",
-    )
-    axes[4].semilogx(
-        ks, [d["random_sigma"] for d in study], "s--", base=2, label="random-placement sigma"
-    )
-    axes[4].axhline(TARGET_SPREAD, color="k", ls=":", lw=1, label="15 %")
-    axes[4].set_xlabel("micro-partitions per rank (64 ranks)")
-    axes[4].set_ylabel("late spread")
-    twin = axes[4].twinx()
-    twin.semilogx(
-        ks,
-        [d["ghosts_per_point"]["birdshot"] for d in study],
-        "^-",
-        color="tab:red",
-        base=2,
-        label="ghosts / point",
-    )
-    twin.set_ylabel("ghost copies per point", color="tab:red")
-    axes[4].set_title("birdshot: spread and ghosts vs parts per rank")
-    axes[4].legend(fontsize=7)
-    for name, d in strong.items():
-        axes[3].loglog(list(d), [v * 1e3 for v in d.values()], "o-", label=name, base=2)
-    axes[3].loglog(
-        list(weak),
-        [v * 1e3 for v in weak.values()],
-        "s--",
-        base=2,
-        label="weak, multi-mode (figure 5)",
-    )
-    axes[3].set_xlabel("ranks")
-    axes[3].set_ylabel("ms per step (simulated)")
-    axes[3].set_title("figures 5 and 8 shapes, predicted")
-    axes[3].legend()
-    inputs = {"mesh": mesh, "steps": steps, "parts": list(parts), "seed": 0}
+    fig = _fig67_figure(pct, (early, late), series, study, scan, strong, weak, best, ranks)
+    inputs = {"mesh": run.mesh, "box": run.box, "steps": run.steps, "ranks": ranks, "seed": 0}
     return ReproResult(
         "beatnik-fig6-7",
         "Beatnik figures 6-7: points per rank, and balanced",
@@ -543,6 +480,65 @@ def beatnik_fig6_7(quick: bool) -> ReproResult:
         fig,
         inputs,
     )
+
+
+def _fig67_figure(pct, steps, series, study, scan, strong, weak, best, ranks):
+    """Six panels: figures 6 and 7 (256 ranks), the spread over time, figures 5 and 8
+    (predicted), birdshot's granularity study and the rank scan."""
+    fig, axes = plt.subplots(2, 3, figsize=(16, 9), constrained_layout=True)
+    axes = axes.ravel()
+    vmax = max(pct[1].max(), 0.5)
+    for ax, pc, s in zip(axes[:2], pct, steps, strict=True):
+        im = ax.imshow(pc.reshape(16, 16).T, origin="lower", vmin=0, vmax=vmax, cmap="viridis")
+        ax.set_title(f"step {s}: % of points per rank (256 ranks)")
+        ax.set_xlabel("rank x")
+        ax.set_ylabel("rank y")
+    fig.colorbar(im, ax=axes[:2], shrink=0.8)
+    for name, row in series.items():
+        axes[2].plot(row, label=name)
+    axes[2].axhline(TARGET_SPREAD, color="k", ls=":", lw=1, label="15 %")
+    axes[2].set_xlabel("step")
+    axes[2].set_ylabel("max |load - mean| / mean")
+    axes[2].set_title(f"{ranks} ranks (birdshot: {best['parts_per_rank']} parts/rank, seed 0)")
+    axes[2].legend()
+    for name, d in strong.items():
+        axes[3].loglog(list(d), [v * 1e3 for v in d.values()], "o-", label=name, base=2)
+    axes[3].loglog(
+        list(weak), [v * 1e3 for v in weak.values()], "s--", base=2, label="weak, multi-mode"
+    )
+    axes[3].set_xlabel("ranks")
+    axes[3].set_ylabel("ms per step (simulated)")
+    axes[3].set_title("figures 5 and 8 shapes, predicted")
+    axes[3].legend()
+    ks = [d["parts_per_rank"] for d in study]
+    ax = axes[4]
+    ax.semilogx(ks, [d["spread"]["birdshot"]["mean"] for d in study], "o-", label="birdshot mean")
+    ax.semilogx(ks, [d["spread"]["birdshot"]["max"] for d in study], "v:", label="worst seed")
+    ax.semilogx(ks, [d["theory"]["expected_spread"] for d in study], "s--", label="theory E[max]")
+    ax.semilogx(ks, [d["spread"]["greedy"] for d in study], "d-", label="greedy")
+    ax.axhline(TARGET_SPREAD, color="k", ls=":", lw=1, label="15 %")
+    ax.set_xlabel(f"micro-partitions per rank ({ranks} ranks)")
+    ax.set_ylabel("late spread")
+    twin = ax.twinx()
+    twin.semilogx(
+        ks, [d["ghosts_per_point"]["birdshot"] for d in study], "^-", color="tab:red", alpha=0.5
+    )
+    twin.set_ylabel("birdshot ghost copies per point", color="tab:red")
+    ax.set_title("birdshot: late spread vs granularity")
+    ax.legend(fontsize=7)
+    rs = [d["ranks"] for d in scan]
+    ax = axes[5]
+    ax.plot(rs, [d["spread"]["beatnik"] for d in scan], "o-", label="Beatnik's layout")
+    ax.plot(rs, [d["spread"]["birdshot"]["mean"] for d in scan], "s-", label="birdshot mean")
+    ax.plot(rs, [d["spread"]["birdshot"]["max"] for d in scan], "v:", label="birdshot worst seed")
+    ax.plot(rs, [d["theory"]["expected_spread"] for d in scan], "x--", label="theory E[max]")
+    ax.plot(rs, [d["spread"]["greedy"] for d in scan], "d-", label="greedy")
+    ax.axhline(TARGET_SPREAD, color="k", ls=":", lw=1, label="15 %")
+    ax.set_xlabel("ranks (one node spacing per part)")
+    ax.set_ylabel("late spread")
+    ax.set_title("late spread vs rank count")
+    ax.legend(fontsize=7)
+    return fig
 
 
 # --- beatnik-fig9 ------------------------------------------------------------------------
@@ -736,10 +732,12 @@ ENTRIES: tuple[ReproEntry, ...] = (
     ReproEntry(
         "beatnik-fig6-7",
         "Beatnik (Stewart & Bridges 2024), figures 6-7",
-        "single-mode high-order cutoff roll-up; points per rank at 256 simulated ranks "
-        "early and late; beatnik / birdshot / greedy placement of micro-partitions "
-        "on 64 ranks; predicted strong (figure 8) and weak (figure 5) scaling shapes",
-        "~40 s",
+        "single-mode high-order cutoff roll-up (160^2 nodes on [-2,2]^2; quick 48^2 on "
+        "[-1,1]^2); points per rank at 256 simulated ranks early and late; beatnik / "
+        "birdshot / greedy / reactive placement of micro-partitions on 256 ranks (quick 64), "
+        "birdshot's granularity study and a rank scan against its predicted spread; "
+        "predicted strong (figure 8) and weak (figure 5) scaling shapes",
+        "~1.5 min",
         "~15 s",
         beatnik_fig6_7,
     ),

@@ -4,6 +4,8 @@ Modules: :mod:`.params` (settings and defaults), :mod:`.mesh` (node placement, 2
 decomposition, initial state), :mod:`.operators` (differences, Laplacian, ghosts, Riesz),
 :mod:`.kernels` (numba Birkhoff-Rott sums), :mod:`.model` (F and SSP-RK3 over a backend),
 :mod:`.fft` (distributed 2-D FFT plans), :mod:`.cutoff` (spatial mesh of the cutoff solver),
+:mod:`.balance` (its micro-partitions' load on simulated ranks, and a random placement's
+expected spread),
 :mod:`.views` (Beatnik's view files), :mod:`.driver` (the MPI backend and run loop),
 :mod:`.trace` (the run as a grapeshot workload; ``SCENES`` and ``make_trace`` make the
 package a trace generator of :data:`grapeshot.apps.APPS`).
