@@ -29,6 +29,20 @@ def test_grid_halo_2d_bytes_and_symmetry() -> None:
     assert np.diff(halo.indptr).tolist() == [3, 5, 3, 3, 5, 3]
 
 
+def test_grid_halo_periodic_wraps_and_merges_shared_faces() -> None:
+    # 4 x 4 partitions of 3 x 3 cells, wrapped: every partition has 8 neighbours, each face
+    # 3 cells x 1 layer, each corner 1 cell.
+    halo = grid_halo((12, 12), (4, 4), ghost=1, cell_bytes=1, periodic=True)
+    assert np.all(np.diff(halo.indptr) == 8)
+    messages = dict(zip(zip(halo.sources(), halo.indices, strict=True), halo.nbytes, strict=True))
+    assert messages[(0, 3)] == 3 and messages[(0, 15)] == 1  # across the wrap
+    # 2 partitions along axis 0, 1 along axis 1: the left and right neighbour are one
+    # partition, sent one message with both faces (2 x 3 cells) and the four corners that
+    # wrap onto it (4 x 1); nothing goes to itself.
+    two = grid_halo((4, 3), (2, 1), ghost=1, cell_bytes=1, periodic=True)
+    assert np.diff(two.indptr).tolist() == [1, 1] and two.nbytes.tolist() == [10, 10]
+
+
 def test_grid_halo_3d_faces_only() -> None:
     halo = grid_halo((4, 4, 4), (2, 2, 2), corners=False)
     assert np.all(np.diff(halo.indptr) == 3)

@@ -31,8 +31,13 @@ def test_fig6_7_greedy_balances_the_rollup(fig67):
     assert fig67.data["balance_ranks"] == 64
     assert series["beatnik"][0] < 1e-9 and series["beatnik"][-1] > 0.3
     assert series["greedy"][-1] < fig67.data["target_spread"]
-    strong = fig67.data["strong_scaling_predicted"]["geometric"]
-    assert strong["4"] > strong["16"] > strong["64"]
+    strong = fig67.data["strong_scaling_predicted"]
+    cpu, gpu = strong["speed=1"]["geometric"], strong["speed=100"]["geometric"]
+    assert cpu["4"] > cpu["16"] > cpu["64"]
+    # Ranks 100x faster spend their time on messages, whose volume shrinks slower than the
+    # points a rank as the blocks narrow toward the cutoff: strong scaling flattens (on the
+    # quick run's small surface it even turns over).
+    assert gpu["4"] / gpu["64"] < 0.5 * cpu["4"] / cpu["64"]
 
 
 def test_fig6_7_birdshot_below_beatnik_at_its_granularity(fig67):

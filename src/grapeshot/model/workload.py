@@ -117,8 +117,9 @@ def grid_halo(
     ghost: int = 1,
     cell_bytes: int = 8,
     corners: bool = True,
+    periodic: bool = False,
 ) -> HaloGraph:
-    """The halo graph of a stencil code on a partitioned grid (no periodic wrap).
+    """The halo graph of a stencil code on a partitioned grid.
 
     Each partition sends each neighbour the cells of its ghost region: a face message
     carries ``ghost`` layers of the shared face, an edge or corner message (``corners=True``,
@@ -134,6 +135,10 @@ def grid_halo(
         Bytes sent per ghost cell (all exchanged fields together).
     corners
         Include edge and corner neighbours, not only faces.
+    periodic
+        Wrap around every axis (the last partition's neighbour is the first). A partition
+        that is its own neighbour sends nothing; two faces shared with one partition (two
+        partitions along an axis) make one message carrying both.
     """
     check_grid(domain_shape, parts_shape, "grid")
     ndim = len(parts_shape)
@@ -146,7 +151,11 @@ def grid_halo(
         if nonzero == 0 or (not corners and nonzero > 1):
             continue
         nb = coords + np.asarray(offset)[:, None]
-        ok = np.all((nb >= 0) & (nb < np.asarray(parts_shape)[:, None]), axis=0)
+        if periodic:
+            nb %= np.asarray(parts_shape)[:, None]
+            ok = np.any(nb != coords, axis=0)
+        else:
+            ok = np.all((nb >= 0) & (nb < np.asarray(parts_shape)[:, None]), axis=0)
         src = np.flatnonzero(ok)
         dst = np.ravel_multi_index(tuple(nb[:, ok]), parts_shape)
         cells = np.ones(len(src), dtype=np.int64)
@@ -159,10 +168,13 @@ def grid_halo(
     src = np.concatenate(src_all)
     dst = np.concatenate(dst_all)
     nbytes = np.concatenate(bytes_all)
-    order = np.lexsort((dst, src))
+    # One message per pair (with wrap, two offsets can reach the same partition).
+    pair, inverse = np.unique(src * n + dst, return_inverse=True)
+    total = np.bincount(inverse.reshape(-1), weights=nbytes, minlength=len(pair))
+    src, dst = pair // n, pair % n
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return HaloGraph(indptr, dst[order].astype(np.int64), nbytes[order].astype(np.int64))
+    return HaloGraph(indptr, dst.astype(np.int64), np.rint(total).astype(np.int64))
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,7 @@ workload in the group ``zmodel/`` of the same HDF5 file.
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -201,13 +202,23 @@ def make_trace(scene: str, parts, steps: int, *, cells=None, seed=0, progress=No
 
 
 def counts_workload(
-    p: ZModelParams, parts: tuple[int, int], counts: np.ndarray, scene: str = ""
+    p: ZModelParams,
+    parts: tuple[int, int],
+    counts: np.ndarray,
+    scene: str = "",
+    *,
+    cutoff_halo: bool = False,
 ) -> Workload:
     """A ``"work"`` workload of points per micro-partition ``counts`` (steps, sx * sy).
 
-    The domain is the surface's node grid; the halo is one ghost column of records per
-    neighbour pair (an estimate: the real ghost traffic follows the cutoff)."""
+    The domain is the surface's node grid, one record per node, wrapping around if the
+    surface is periodic. The halo is one ghost column
+    of records per neighbour pair, or with ``cutoff_halo`` a band as wide as the cutoff (in
+    node spacings): what the cutoff solver copies, every point within the cutoff of a part,
+    on the flat surface's density. A band wider than a part is clipped to the part (only the
+    8 neighbours send), so give parts at least as wide as the cutoff."""
     domain = (p.nodes, p.nodes)
-    halo = grid_halo(domain, parts, ghost=1, cell_bytes=RECORD_BYTES)
+    ghost = max(1, math.ceil(p.cutoff / p.spacing - 1e-9)) if cutoff_halo else 1
+    halo = grid_halo(domain, parts, ghost=ghost, cell_bytes=RECORD_BYTES, periodic=p.periodic)
     work = np.asarray(counts, dtype=np.float64)
     return Workload(domain, parts, work, halo, "work", work, "zmodel", scene)
