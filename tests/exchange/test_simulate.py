@@ -132,3 +132,40 @@ def test_a_reused_schedule_gives_the_same_time() -> None:
         simulate_exchange(p, "rsn", m, schedule=sched).seconds
         == simulate_exchange(p, "rsn", m, seed=5).seconds
     )
+
+
+def test_per_message_overhead_one_message_pays_it_at_both_ends() -> None:
+    com = np.zeros((2, 2), dtype=np.int64)
+    com[0, 1] = 1000
+    machine = _flat(2)
+    net = network_model(machine)
+    bare = simulate_exchange(com, "ac", machine).seconds
+    o = 3e-6
+    for alg in ("ac", "lp", "rsn", "alltoallv", "neighbor"):
+        # posted (o) at the sender, completed (o) at the receiver
+        got = simulate_exchange(com, alg, net, overhead=o).seconds
+        assert got == pytest.approx(bare + 2 * o), alg
+
+
+@pytest.mark.parametrize("alg", ALGORITHMS)
+def test_per_message_overhead_only_adds_time_and_grows_with_messages(alg: str) -> None:
+    machine = _flat(16)
+    few, many = (regular(16, d, 256, seed=2) for d in (2, 12))
+    for pattern in (few, many):
+        times = [
+            simulate_exchange(pattern, alg, machine, seed=1, overhead=o).seconds
+            for o in (0.0, 1e-6, 5e-6)
+        ]
+        assert times[0] <= times[1] <= times[2], alg
+    # 6x the messages a rank: at least 3x the CPU time they add
+    extra = [
+        simulate_exchange(p, alg, machine, seed=1, overhead=5e-6).seconds
+        - simulate_exchange(p, alg, machine, seed=1).seconds
+        for p in (few, many)
+    ]
+    assert extra[1] >= 3 * extra[0] > 0, alg
+
+
+def test_per_message_overhead_is_checked() -> None:
+    with pytest.raises(ValueError, match="overhead"):
+        simulate_exchange(regular(4, 1, 8, seed=0), "ac", _flat(4), overhead=-1e-6)

@@ -35,8 +35,12 @@ The post-everything algorithms (``ac``, ``nbx``, ``alltoallv``, ``neighbor``) go
 interleaving model under node contention; the phased ones and ``drsn`` never have two messages
 at one receiver at once, so for them the two models agree.
 
-No CPU time is modelled (packing, matching, the schedule's own computation): the scheduling
-cost is reported separately by :mod:`grapeshot.exchange.plan`.
+A rank's CPU time per message is LogP's ``o`` (``overhead``, default 0): posting a receive
+or a send and completing a received message each take ``o`` of the rank's CPU, one after
+the other: a rank posts its receives, then its sends (each send leaves once posted and its
+NIC is free), and completes what arrives in arrival order. Under node contention ``o`` is
+added to each message's time at its receiver instead. The schedule's own computation is
+not modelled: the scheduling cost is reported separately by :mod:`grapeshot.exchange.plan`.
 """
 
 from __future__ import annotations
@@ -249,7 +253,17 @@ def _model(machine: Machine | NetworkModel, n: int) -> NetworkModel:
     return net
 
 
-def _phased(net: NetworkModel, schedule: Schedule) -> tuple[float, np.ndarray]:
+def _complete(deliveries: list[tuple[float, int]], o: float, out: np.ndarray) -> None:
+    """Raise ``out[rank]`` to when each rank has completed its ``(delivery, rank)`` messages,
+    ``o`` seconds of its CPU each, one after the other in arrival order."""
+    cpu: dict[int, float] = {}
+    for t, r in sorted(deliveries):
+        done = max(t, cpu.get(r, 0.0)) + o
+        cpu[r] = done
+        out[r] = max(out[r], done)
+
+
+def _phased(net: NetworkModel, schedule: Schedule, o: float = 0.0) -> tuple[float, np.ndarray]:
     state = net.new_state()
     ready = np.zeros(schedule.n)
     ph, src, dst, nb = schedule.phase, schedule.src, schedule.dst, schedule.nbytes
@@ -259,18 +273,26 @@ def _phased(net: NetworkModel, schedule: Schedule) -> tuple[float, np.ndarray]:
         if lo == hi:
             continue
         s, d, b = src[lo:hi], dst[lo:hi], nb[lo:hi]
-        start = np.maximum(ready[s], ready[d])
+        # Each rank posts the phase's receives, then its sends, o each.
+        posts = np.bincount(d, minlength=schedule.n) * o
+        sent = np.zeros(schedule.n)
+        start = np.empty(len(s))
+        for k in range(len(s)):
+            sent[s[k]] += o
+            start[k] = max(ready[s[k]] + posts[s[k]] + sent[s[k]], ready[d[k]] + posts[d[k]])
         new = ready.copy()
+        arrivals = []
         for k in np.argsort(start, kind="stable"):
             end = net.transmit(state, int(s[k]), int(d[k]), float(b[k]), float(start[k]))
             # The sender is free when its NIC is; the receiver once the message is in.
             new[s[k]] = max(new[s[k]], state.send_free[s[k]])
-            new[d[k]] = max(new[d[k]], end)
+            arrivals.append((end, int(d[k])))
+        _complete(arrivals, o, new)
         ready = new
     return float(ready.max(initial=0.0)), ready
 
 
-def _interleaved(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]]):
+def _interleaved(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]], o: float = 0.0):
     """:func:`_back_to_back` under node contention: packets of concurrent messages interleave
     at their receiver, and a sender is blocked until the last packet of its message is in.
 
@@ -288,7 +310,7 @@ def _interleaved(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]])
     dst = np.fromiter((x[0] for x in flat), dtype=np.int64, count=len(flat))
     nbytes = np.fromiter((x[1] for x in flat), dtype=np.float64, count=len(flat))
     # A message's time alone on the network (latency + bytes / bandwidth, as transmit()).
-    work = net.latency(src, dst) + nbytes / float(net.net_f[F_BANDWIDTH])
+    work = net.latency(src, dst) + nbytes / float(net.net_f[F_BANDWIDTH]) + o
     ni = net.net_i
     tree = int(ni[I_KIND]) == FAT_TREE
     arity, levels = (int(ni[I_ARITY]), int(ni[I_LEVELS])) if tree else (n, 1)
@@ -299,23 +321,32 @@ def _interleaved(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]])
     return float(finish.max(initial=0.0)), finish, ends
 
 
-def _back_to_back(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]]):
-    """Each sender sends its ``(dst, bytes)`` list in order, the next when its NIC frees."""
+def _back_to_back(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]], o: float = 0.0):
+    """Each sender sends its ``(dst, bytes)`` list in order, the next when its NIC frees (and,
+    with a per-message CPU cost ``o``, once posted, after its receives are posted)."""
     if int(net.net_i[I_CONTENTION]):
-        total, finish, _ = _interleaved(net, n, orders)
+        total, finish, _ = _interleaved(net, n, orders, o)
         return total, finish
     state = net.new_state()
     finish = np.zeros(n)
+    receives = np.zeros(n)
+    for sends in orders:
+        for dst, _b in sends:
+            receives[dst] += 1
+    posted = receives * o  # when each rank's CPU has posted everything so far
     heap = [(0.0, i, 0) for i in range(n) if orders[i]]
     heapq.heapify(heap)
+    arrivals = []
     while heap:
         t, i, k = heapq.heappop(heap)
         dst, b = orders[i][k]
-        end = net.transmit(state, i, dst, float(b), t)
-        finish[dst] = max(finish[dst], end)
+        posted[i] += o
+        end = net.transmit(state, i, dst, float(b), max(t, float(posted[i])))
+        arrivals.append((end, dst))
         finish[i] = max(finish[i], float(state.send_free[i]))
         if k + 1 < len(orders[i]):
             heapq.heappush(heap, (float(state.send_free[i]), i, k + 1))
+    _complete(arrivals, o, finish)
     return float(finish.max(initial=0.0)), finish
 
 
@@ -334,6 +365,7 @@ def _drsn(
     rng: np.random.Generator,
     tas_latency: float,
     am_cost: float,
+    o: float = 0.0,
 ):
     n = com.shape[0]
     state = net.new_state()
@@ -366,7 +398,8 @@ def _drsn(
             heapq.heappush(heap, (again, i, nxt))
             continue
         backoff[i] = 0.0
-        end = net.transmit(state, i, dst, float(com[i, dst]), t + tas_latency)
+        # Posting the send and completing the receive take o of each end's CPU.
+        end = net.transmit(state, i, dst, float(com[i, dst]), t + tas_latency + o) + o
         busy_until[dst] = end + tas_latency
         finish[dst] = max(finish[dst], end)
         finish[i] = max(finish[i], end)
@@ -385,6 +418,7 @@ def simulate_exchange(
     schedule: Schedule | None = None,
     tas_latency: float | None = None,
     am_cost: float = 0.0,
+    overhead: float = 0.0,
 ) -> SimulatedExchange:
     """Predict one exchange of ``pattern`` by ``algorithm`` on ``machine``.
 
@@ -405,7 +439,13 @@ def simulate_exchange(
     am_cost
         Seconds an inquiry delays the message its busy target is receiving (``drsn``; the
         CM-5's Active Message handler, 1.7 us in the paper's section 2.3).
+    overhead
+        CPU seconds a rank spends per message posted or completed (LogP's ``o``; see the
+        module docstring), >= 0.
     """
+    if not overhead >= 0:
+        raise ValueError(f"overhead must be >= 0 seconds, got {overhead!r}")
+    o = float(overhead)
     com = pattern.com if isinstance(pattern, Pattern) else np.asarray(pattern, dtype=np.int64)
     n = com.shape[0]
     if algorithm not in ALGORITHMS:
@@ -416,19 +456,19 @@ def simulate_exchange(
     if algorithm in TABLE_ALGORITHMS:
         sched = schedule if schedule is not None else make_schedule(com, algorithm, seed=rng)
         if sched.synchronous:
-            total, finish = _phased(net, sched)
+            total, finish = _phased(net, sched, o)
         else:
-            total, finish = _back_to_back(net, n, _orders_from_schedule(sched))
+            total, finish = _back_to_back(net, n, _orders_from_schedule(sched), o)
         return SimulatedExchange(
             algorithm, total, sched.n_phases if sched.synchronous else 0, 0, finish
         )
     if algorithm == "drsn":
         tl = lat if tas_latency is None else float(tas_latency)
-        total, finish, tries = _drsn(net, com, rng, tl, float(am_cost))
+        total, finish, tries = _drsn(net, com, rng, tl, float(am_cost), o)
         return SimulatedExchange(algorithm, total, 0, tries, finish)
     if algorithm == "nbx":
         sched = make_schedule(com, "ac", seed=rng)
-        total, finish = _back_to_back(net, n, _orders_from_schedule(sched))
+        total, finish = _back_to_back(net, n, _orders_from_schedule(sched), o)
         # Ibarrier after the last Issend is matched: ceil(log2 n) rounds of small messages.
         total += math.ceil(math.log2(max(n, 2))) * lat
         return SimulatedExchange(algorithm, total, 0, 0, finish)
@@ -439,7 +479,7 @@ def simulate_exchange(
         ]
     else:  # neighbor: post everything in neighbour (rank) order
         orders = [[(int(j), int(com[i, j])) for j in np.flatnonzero(com[i])] for i in range(n)]
-    total, finish = _back_to_back(net, n, orders)
+    total, finish = _back_to_back(net, n, orders, o)
     return SimulatedExchange(algorithm, total, 0, 0, finish)
 
 
