@@ -59,6 +59,25 @@ def test_simulate_on_a_torus_with_a_pattern_file(capsys, tmp_path) -> None:
     assert res.json()["summary"]["bytes"] == 3010
 
 
+def test_simulate_with_a_per_message_cpu_cost(capsys) -> None:
+    def comm(overhead: str) -> dict[str, float]:
+        res = run_cli(
+            capsys, "exchange", "--pattern", "regular:n=16,d=8,unit=64,seed=1",
+            "--algorithms", "ac,rsn", "--simulate", "bluewaters-xe6", "--nodes", "16",
+            "--overhead", overhead, "--json",
+        )  # fmt: skip
+        assert res.code == 0, res.err
+        assert res.json()["overhead"] == float(overhead)
+        return {r["algorithm"]: r["comm_seconds"] for r in res.json()["algorithms"]}
+
+    res = run_cli(capsys, "exchange", "--pattern", "regular:d=4", "--simulate", "cm5",
+                  "--overhead=-1")  # fmt: skip
+    assert res.code == 2 and "'--overhead'" in res.err
+    free, costly = comm("0"), comm("5e-6")
+    # 8 messages out and 8 in per rank, at 5 us apiece on the rank's CPU
+    assert all(costly[a] >= free[a] + 8 * 5e-6 for a in free)
+
+
 @pytest.mark.parametrize(
     ("args", "where"),
     [
@@ -70,6 +89,7 @@ def test_simulate_on_a_torus_with_a_pattern_file(capsys, tmp_path) -> None:
         (["--pattern", "regular:d=4", "--nodes", "8"], "--nodes"),
         (["--pattern", "torus:d=4", "--simulate", "cm5"], "--pattern"),
         (["--pattern", "regular:d=4"], "--pattern"),  # 32 ranks needed, 1 running
+        (["--pattern", "regular:d=4", "--overhead", "1e-6"], "--overhead"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(capsys, args, where) -> None:

@@ -31,7 +31,7 @@ def parse_algorithms(text: str) -> list[str]:
     return names
 
 
-def _simulate(pattern, algorithms, machine, nodes, repeat, seed):
+def _simulate(pattern, algorithms, machine, nodes, repeat, seed, overhead):
     import time
 
     from grapeshot.exchange.schedules import TABLE_ALGORITHMS, make_schedule
@@ -53,7 +53,7 @@ def _simulate(pattern, algorithms, machine, nodes, repeat, seed):
             t0 = time.perf_counter()
             schedule = make_schedule(pattern, alg, seed=seed)
             sched_s = time.perf_counter() - t0
-        r = simulate_exchange(pattern, alg, m, seed=seed, schedule=schedule)
+        r = simulate_exchange(pattern, alg, m, seed=seed, schedule=schedule, overhead=overhead)
         rows.append(
             {
                 "algorithm": alg,
@@ -65,7 +65,8 @@ def _simulate(pattern, algorithms, machine, nodes, repeat, seed):
                 "tries": r.tries,
             }
         )
-    return {"mode": "simulate", "machine": m.name, "nodes": m.nodes}, rows
+    head = {"mode": "simulate", "machine": m.name, "nodes": m.nodes, "overhead": overhead}
+    return head, rows
 
 
 def _run_mpi(pattern, algorithms, repeat, seed, max_chunk):
@@ -160,6 +161,15 @@ def exchange_command(
         typer.Option("--nodes", min=1, help="Nodes of the simulated machine (= pattern ranks)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the schedules.")] = 0,
+    overhead: Annotated[
+        float,
+        typer.Option(
+            "--overhead",
+            min=0.0,
+            help="With --simulate: CPU seconds a rank spends per message posted or completed "
+            "(LogP's o; 0 = free). benchmarks/bench_exchange_mpi.py fits it for your host.",
+        ),
+    ] = 0.0,
     max_chunk: Annotated[
         int,
         typer.Option("--max-chunk", min=1, max=2**31 - 1, help="Largest MPI message piece, bytes."),
@@ -187,8 +197,12 @@ def exchange_command(
     pat = load_pattern(pattern)
     if simulate is None and nodes is not None:
         raise InputError("--nodes", "given without --simulate", "--simulate MACHINE --nodes N")
+    if simulate is None and overhead:
+        raise InputError(
+            "--overhead", "given without --simulate", "--simulate MACHINE --overhead SECONDS"
+        )
     if simulate is not None:
-        head, rows = _simulate(pat, algs, simulate, nodes, repeat, seed)
+        head, rows = _simulate(pat, algs, simulate, nodes, repeat, seed, overhead)
         is_root = True
     else:
         head, rows = _run_mpi(pat, algs, repeat, seed, max_chunk)
