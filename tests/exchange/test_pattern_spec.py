@@ -68,6 +68,13 @@ def test_airfoil_mesh_pattern_is_a_symmetric_halo_of_32_parts() -> None:
     assert np.array_equal(p.com, airfoil(2800, 16, seed=0).com)
 
 
+@pytest.mark.parametrize(("points", "parts"), [(64, 8), (65, 2), (100, 12)])
+def test_small_airfoil_meshes_still_exchange(points: int, parts: int) -> None:
+    # the smallest meshes the spec accepts are mostly space around the wing, not all surface
+    com = airfoil(points, 1, parts=parts, seed=0).com
+    assert ((com > 0).sum(axis=1) >= 1).all()
+
+
 def test_airfoil_mesh_has_the_papers_3d_statistics() -> None:
     # The paper's 2,800- and 9,428-point meshes: 9.25 and 10.5 partners per part on average
     # (a 2-D mesh gives under 6), messages 14.2 and 32.0 units on average, growing like a

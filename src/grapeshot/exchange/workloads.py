@@ -123,9 +123,11 @@ def wing_mesh(
 
     points = _check("points", points, 64)
     rng = as_generator(seed)
-    n_surf = max(32, points // 5)
-    nx = max(8, int(np.sqrt(n_surf)))
-    nz = max(4, n_surf // (2 * nx))
+    # At least half the points fill the space around the wing, or a small mesh would be all
+    # surface and every tetrahedron inside the wing.
+    n_surf = min(max(16, points // 5), points // 2)
+    nx = max(4, int(np.sqrt(n_surf)))
+    nz = max(2, n_surf // (2 * nx))
     beta = np.linspace(0.0, np.pi, nx + 2)[1:-1]
     x, z = (a.ravel() for a in np.meshgrid(0.5 * (1 - np.cos(beta)), np.linspace(0, span, nz)))
     t = _naca0012(x)
