@@ -20,24 +20,11 @@ from grapeshot.exchange.workloads import regular
 from timing import best_of, figure
 
 
-def _phases(sched) -> list[list[tuple[int, int]]]:
-    return [
-        list(
-            zip(
-                sched.src[sched.phase == k].tolist(),
-                sched.dst[sched.phase == k].tolist(),
-                strict=True,
-            )
-        )
-        for k in range(sched.n_phases)
-    ]
-
-
 def bench(n: int, d: int, repeats: int) -> None:
     com = regular(n, d, 1, seed=1).com
     ours = best_of(lambda: schedule_rsn(com, 7), repeats)
     base = best_of(lambda: rsn_reference(com, 7), max(1, repeats // 3), warm_up=False)
-    same = _phases(schedule_rsn(com, 7)) == rsn_reference(com, 7)
+    same = schedule_rsn(com, 7).phase_pairs() == rsn_reference(com, 7)
     sched = schedule_rsn(com, 7)
     print(
         f"RS_N n={n} d={d}: {sched.n_phases} phases (bound d + log2 d + 1 = "

@@ -119,15 +119,5 @@ def test_rsn_kernel_equals_the_plain_python_reference(seed, priority) -> None:
 
     com = nonuniform(40, 7 + seed, 3, seed=seed).com
     sched = schedule_rsn(com, seed, priority=priority)
-    ours = [
-        list(
-            zip(
-                sched.src[sched.phase == k].tolist(),
-                sched.dst[sched.phase == k].tolist(),
-                strict=True,
-            )
-        )
-        for k in range(sched.n_phases)
-    ]
-    assert ours == rsn_reference(com, seed, priority=priority)
+    assert sched.phase_pairs() == rsn_reference(com, seed, priority=priority)
     check_schedule(sched, com)

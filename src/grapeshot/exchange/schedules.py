@@ -77,6 +77,19 @@ class Schedule:
         """Indices of ``rank``'s transfers as a receiver, in phase order."""
         return np.flatnonzero(self.dst == rank)
 
+    def phase_pairs(self) -> list[list[tuple[int, int]]]:
+        """The transfers as ``(src, dst)`` lists, one per phase (the plain references' form)."""
+        return [
+            list(
+                zip(
+                    self.src[self.phase == k].tolist(),
+                    self.dst[self.phase == k].tolist(),
+                    strict=True,
+                )
+            )
+            for k in range(self.n_phases)
+        ]
+
 
 def _sorted(algorithm, n, phase, src, dst, offset, nbytes, n_phases, synchronous=True):
     order = np.lexsort((dst, src, phase))
