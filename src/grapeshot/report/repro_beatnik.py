@@ -143,12 +143,25 @@ GPU_SPEED = 100.0
 SPEED_RANGE = (1.0, 30.0, GPU_SPEED, 300.0)
 
 
-def _lassen_ranks(ranks: int):
+def _simulated_step(wl, ranks: int, strategy: str, per_rank: int, seconds_per_work: float):
+    """Mean simulated seconds per step of ``wl`` placed by ``strategy`` (``per_rank`` parts a
+    rank) on ``ranks`` one-core nodes of the lassen preset's network."""
     from grapeshot.model.machine import Machine, NodeTree
     from grapeshot.model.presets import preset
+    from grapeshot.sim.program import SimOptions
+    from grapeshot.sim.resize import WorkloadSource
+    from grapeshot.sim.sweep import run_sweep
 
     net = preset("lassen").network
-    return Machine(name="lassen-rank", nodes=ranks, node=NodeTree((("core", 1),)), network=net)
+    machine = Machine(name="lassen-rank", nodes=ranks, node=NodeTree((("core", 1),)), network=net)
+    runs = run_sweep(
+        WorkloadSource(workload=wl),
+        machine,
+        [strategy],
+        [per_rank],
+        options=SimOptions(seconds_per_work=seconds_per_work),
+    )
+    return float(runs[0].result.step_time_mean)
 
 
 def _coarsen(counts: np.ndarray, parts: tuple[int, int], side: int) -> np.ndarray:
@@ -178,33 +191,26 @@ def predict_strong_scaling(
     wide. Returns ``{speed: {strategy: {ranks: seconds}}}``; rank counts that do not divide
     the parts grid into square blocks are left out.
     """
-    from grapeshot.sim.program import SimOptions
-    from grapeshot.sim.resize import WorkloadSource
-    from grapeshot.sim.sweep import run_sweep
-
     nparts = parts[0] * parts[1]
+    per_point = step_seconds / float(p.nodes**2)
     micro = counts_workload(p, parts, counts, "rollup", cutoff_halo=True)
-    out: dict[float, dict[str, dict[int, float]]] = {}
-    for speed in speeds:
-        per_point = SimOptions(seconds_per_work=step_seconds / float(p.nodes**2) / speed)
-        res: dict[str, dict[int, float]] = {"geometric": {}, "birdshot": {}}
-        for ranks in STRONG_RANKS:
-            side = math.isqrt(ranks)
-            if side * side != ranks or parts[0] % side or parts[1] % side:
-                continue
-            blocks = _coarsen(counts, parts, side)
-            layout = counts_workload(p, (side, side), blocks, "rollup", cutoff_halo=True)
-            machine = _lassen_ranks(ranks)
-            for strategy, wl, per_rank in (
-                ("geometric", layout, 1),
-                ("birdshot", micro, nparts // ranks),
-            ):
-                runs = run_sweep(
-                    WorkloadSource(workload=wl), machine, [strategy], [per_rank],
-                    options=per_point,
-                )  # fmt: skip
-                res[strategy][ranks] = float(runs[0].result.step_time_mean)
-        out[speed] = res
+    out: dict[float, dict[str, dict[int, float]]] = {
+        speed: {"geometric": {}, "birdshot": {}} for speed in speeds
+    }
+    for ranks in STRONG_RANKS:
+        side = math.isqrt(ranks)
+        if side * side != ranks or parts[0] % side or parts[1] % side:
+            continue
+        blocks = _coarsen(counts, parts, side)
+        layout = counts_workload(p, (side, side), blocks, "rollup", cutoff_halo=True)
+        for speed in speeds:
+            res = out[speed]
+            res["geometric"][ranks] = _simulated_step(
+                layout, ranks, "geometric", 1, per_point / speed
+            )
+            res["birdshot"][ranks] = _simulated_step(
+                micro, ranks, "birdshot", nparts // ranks, per_point / speed
+            )
     return out
 
 
@@ -225,16 +231,12 @@ def predict_weak_scaling(
     per point is the measured one-process seconds per step / points / speed; halos are the
     cutoff's band, wrapping around (the surface is periodic).
     """
-    from grapeshot.sim.program import SimOptions
-    from grapeshot.sim.resize import WorkloadSource
-    from grapeshot.sim.sweep import run_sweep
-
     mesh, steps = (33, 3) if quick else (65, 5)
     p = scene_params("multimode", mesh, steps)
     rollup_counts(p, (2, 2))  # compile (or load) the kernels outside the timing
     t0 = time.perf_counter()
     base = rollup_counts(p, (2, 2))[1:]
-    step_seconds = (time.perf_counter() - t0) / steps
+    per_point = (time.perf_counter() - t0) / steps / float(p.nodes**2)
     out: dict[float, dict[int, float]] = {s: {} for s in speeds}
     for t in (1, 2, 4, 8) if quick else (1, 2, 4, 8, 16):
         ranks = 4 * t * t
@@ -242,14 +244,7 @@ def predict_weak_scaling(
         tiled = replace(p, mesh=p.nodes * t + (p.mesh - p.nodes), box=p.box * t)
         wl = counts_workload(tiled, (2 * t, 2 * t), grid, "multimode", cutoff_halo=True)
         for speed in speeds:
-            runs = run_sweep(
-                WorkloadSource(workload=wl),
-                _lassen_ranks(ranks),
-                ["geometric"],
-                [1],
-                options=SimOptions(seconds_per_work=step_seconds / float(p.nodes**2) / speed),
-            )
-            out[speed][ranks] = float(runs[0].result.step_time_mean)
+            out[speed][ranks] = _simulated_step(wl, ranks, "geometric", 1, per_point / speed)
     return out
 
 
