@@ -70,6 +70,20 @@ def loaded_ping_pong(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray
     return np.asarray(SIZES, dtype=np.float64), np.asarray(out)
 
 
+def slowest_median(comm, fn, repeats: int) -> float:
+    """Median over ``repeats`` calls of ``fn()`` (all ranks start together) of the slowest
+    rank's seconds; the same value on every rank."""
+    from mpi4py import MPI
+
+    times = []
+    for _ in range(repeats):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        fn()
+        times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+    return float(np.median(times))
+
+
 def shift_probe(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray]:
     """Median seconds of one shift exchange (every rank sends to ``rank + 1``, receives from
     ``rank - 1``: one contention-free phase) for messages of 8 B to 2 MiB, slowest rank.
@@ -79,7 +93,6 @@ def shift_probe(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray]:
     fitted to ``latency + bytes / bandwidth`` it calibrates the simulator's flat network.
     Returns ``(bytes, seconds)`` on every rank.
     """
-    from mpi4py import MPI
 
     from grapeshot.runtime.probe import SIZES
 
@@ -88,10 +101,8 @@ def shift_probe(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray]:
     rbuf = np.zeros_like(buf)
     out = []
     for nbytes in SIZES:
-        trips = []
-        for _ in range(repeats):
-            comm.Barrier()
-            t0 = time.perf_counter()
+
+        def shift(nbytes: int = nbytes) -> None:
             comm.Sendrecv(
                 buf[:nbytes],
                 dest=(rank + 1) % n,
@@ -100,15 +111,14 @@ def shift_probe(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray]:
                 source=(rank - 1) % n,
                 recvtag=19,
             )
-            trips.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
-        out.append(float(np.median(trips)))
+
+        out.append(slowest_median(comm, shift, repeats))
     return np.asarray(SIZES, dtype=np.float64), np.asarray(out)
 
 
 def generate_recv_times(comm, *, repeats: int = 50) -> dict[str, float]:
     """Table 3 on this host: median seconds (slowest rank) of Generate_Recv by global
     concatenate and by figure 1 (reduce-scatter of counts, then size notes), d = n - 1."""
-    from mpi4py import MPI
 
     from grapeshot.exchange.mpi_recv import recv_concat, recv_reduce_scatter
 
@@ -116,13 +126,7 @@ def generate_recv_times(comm, *, repeats: int = 50) -> dict[str, float]:
     sendl = np.where(np.arange(n) == rank, 0, 1024).astype(np.int64)
     out = {}
     for name, fn in (("concat", recv_concat), ("reduce_scatter", recv_reduce_scatter)):
-        times = []
-        for _ in range(repeats):
-            comm.Barrier()
-            t0 = time.perf_counter()
-            fn(sendl, comm=comm)
-            times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
-        out[name] = float(np.median(times))
+        out[name] = slowest_median(comm, lambda fn=fn: fn(sendl, comm=comm), repeats)
     return out
 
 
@@ -134,7 +138,6 @@ def fit_overhead(comm, machine, *, repeat: int = 30) -> float:
     time; ``o`` is the least-squares fit of the simulator's prediction to those times (the
     prediction is linear in ``o`` at this size). Returns the same value on every rank.
     """
-    from mpi4py import MPI
 
     rank, n = comm.Get_rank(), comm.Get_size()
     measured, base, slope = [], [], []
@@ -144,14 +147,10 @@ def fit_overhead(comm, machine, *, repeat: int = 30) -> float:
         plan = ExchangePlan(pattern.com[rank], comm=comm, algorithm="ac", seed=1)
         sends = make_sends(pattern.com, rank)
         plan.run(sends)
-        times = []
-        for _ in range(repeat):
-            comm.Barrier()
-            t0 = time.perf_counter()
-            plan.run(sends)
-            times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+        measured.append(
+            slowest_median(comm, lambda plan=plan, sends=sends: plan.run(sends), repeat)
+        )
         plan.free()
-        measured.append(float(np.median(times)))
         t0 = simulate_exchange(pattern, "ac", machine, seed=1).seconds
         t1 = simulate_exchange(pattern, "ac", machine, seed=1, overhead=probe_o).seconds
         base.append(t0)

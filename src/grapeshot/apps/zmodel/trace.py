@@ -212,11 +212,11 @@ def counts_workload(
     """A ``"work"`` workload of points per micro-partition ``counts`` (steps, sx * sy).
 
     The domain is the surface's node grid, one record per node, wrapping around if the
-    surface is periodic. The halo is one ghost column
-    of records per neighbour pair, or with ``cutoff_halo`` a band as wide as the cutoff (in
-    node spacings): what the cutoff solver copies, every point within the cutoff of a part,
-    on the flat surface's density. A band wider than a part is clipped to the part (only the
-    8 neighbours send), so give parts at least as wide as the cutoff."""
+    surface is periodic. The halo is one ghost column of records per neighbour pair, or with
+    ``cutoff_halo`` a band as wide as the cutoff (in node spacings): what the cutoff solver
+    copies, every point within the cutoff of a part, on the flat surface's density. A band
+    wider than a part is clipped to the part (only the 8 neighbours send), so give parts at
+    least as wide as the cutoff."""
     domain = (p.nodes, p.nodes)
     ghost = max(1, math.ceil(p.cutoff / p.spacing - 1e-9)) if cutoff_halo else 1
     halo = grid_halo(domain, parts, ghost=ghost, cell_bytes=RECORD_BYTES, periodic=p.periodic)
