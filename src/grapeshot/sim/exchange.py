@@ -273,13 +273,12 @@ def _phased(net: NetworkModel, schedule: Schedule, o: float = 0.0) -> tuple[floa
         if lo == hi:
             continue
         s, d, b = src[lo:hi], dst[lo:hi], nb[lo:hi]
-        # Each rank posts the phase's receives, then its sends, o each.
+        # Each rank posts the phase's receives, then its sends, o each (a phase's transfers
+        # are sorted by sender, so a send's place among its sender's is its offset from the
+        # sender's first).
         posts = np.bincount(d, minlength=schedule.n) * o
-        sent = np.zeros(schedule.n)
-        start = np.empty(len(s))
-        for k in range(len(s)):
-            sent[s[k]] += o
-            start[k] = max(ready[s[k]] + posts[s[k]] + sent[s[k]], ready[d[k]] + posts[d[k]])
+        nth = np.arange(len(s)) - np.searchsorted(s, s) + 1
+        start = np.maximum(ready[s] + posts[s] + nth * o, ready[d] + posts[d])
         new = ready.copy()
         arrivals = []
         for k in np.argsort(start, kind="stable"):
