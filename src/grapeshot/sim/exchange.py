@@ -328,10 +328,7 @@ def _back_to_back(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]]
         return total, finish
     state = net.new_state()
     finish = np.zeros(n)
-    receives = np.zeros(n)
-    for sends in orders:
-        for dst, _b in sends:
-            receives[dst] += 1
+    receives = np.bincount([dst for sends in orders for dst, _b in sends], minlength=n)
     posted = receives * o  # when each rank's CPU has posted everything so far
     heap = [(0.0, i, 0) for i in range(n) if orders[i]]
     heapq.heapify(heap)
