@@ -97,6 +97,31 @@ def test_bitwise_independent_of_partitions(scene: str) -> None:
         assert np.array_equal(run.work.sum(axis=1), ref.work.sum(axis=1))
 
 
+@pytest.mark.parametrize("first", [True, False])
+def test_dry_block_takes_the_short_update_with_the_same_bits(first: bool) -> None:
+    rng = np.random.default_rng(3)
+    g, nx, ny, h_dry = 2, 12, 7, 1e-6
+    q = np.zeros((nx + 2 * g, ny + 2 * g, 3))
+    q[..., 0] = rng.uniform(-1e-12, h_dry, q.shape[:2])  # a film, some of it round-off below 0
+    q[..., 1:] = rng.normal(0.0, 1e-9, (*q.shape[:2], 2))
+    q0 = q.copy()
+    q0[3, 4, 0] = 0.2  # the step's start may still be wet where the first stage dried
+    bed = rng.uniform(0.0, 0.1, q.shape[:2])
+    outs = []
+    for faces in (True, False):
+        fx = np.zeros((nx + 1, ny, swe.N_FACE))
+        fy = np.zeros((nx, ny + 1, swe.N_FACE))
+        swe.swe_fluxes(q, bed, fx, fy, g, h_dry, swe.GRAVITY)
+        out, wet = np.full_like(q, np.nan), np.zeros(1, dtype=np.int64)
+        bad = swe.swe_update(
+            q0, q, fx, fy, out, g, 1e-3, 0.1, 0.1, h_dry, swe.GRAVITY, 0.03, 1e-9, first, wet, faces
+        )
+        outs.append((out, wet[0], bad))
+    assert np.array_equal(outs[0][0], outs[1][0], equal_nan=True)
+    assert outs[0][1:] == outs[1][1:]
+    assert swe._all_dry(q, h_dry) and not swe._all_dry(q0, h_dry)
+
+
 def test_cost_lives_where_the_water_is() -> None:
     run = run_serial(swe.make_program("dambreak", (4, 1), cells=(64, 8)), 5)
     # The column fills the first quarter; after 5 steps the far half is still dry.

@@ -340,7 +340,7 @@ def swe_fluxes(
 def swe_update(
     q0: np.ndarray, q: np.ndarray, fx: np.ndarray, fy: np.ndarray, out: np.ndarray, g: int,
     dt: float, dx: float, dy: float, h_dry: float, grav: float, manning: float,
-    neg_tol: float, first: bool, wet_count: np.ndarray,
+    neg_tol: float, first: bool, wet_count: np.ndarray, faces: bool = True,
 ) -> int:  # fmt: skip
     """One Heun stage on the interior: ``V = Q + dt L(Q)``; out = V (first) or (Q0 + V)/2.
 
@@ -363,6 +363,10 @@ def swe_update(
     wet_count
         int64 ``(1,)``: after the second stage, the interior cells left wet (``h > h_dry``),
         the step's work count, counted here so that it costs no pass of its own.
+    faces
+        False when every cell of ``q``, ghosts included, is dry: then no face carries flux
+        and no cell has a bed-slope source, and the loop skips testing for them (the same
+        bits, about half the time).
 
     Returns
     -------
@@ -383,27 +387,27 @@ def swe_update(
             wet = vh > h_dry
             # A face carries flux only if one of its cells is wet (the test swe_fluxes made);
             # a dry cell with dry neighbours changes not at all and costs next to nothing.
-            if wet or q[pi - 1, pj, H] > h_dry:
+            if faces and (wet or q[pi - 1, pj, H] > h_dry):
                 w = fx[i, j]
                 vh += kx * w[F_MASS]
                 vhu += kx * w[F_NORMAL_R]
                 vhv += kx * w[F_TANGENT]
-            if wet or q[pi + 1, pj, H] > h_dry:
+            if faces and (wet or q[pi + 1, pj, H] > h_dry):
                 e = fx[i + 1, j]
                 vh -= kx * e[F_MASS]
                 vhu -= kx * e[F_NORMAL_L]
                 vhv -= kx * e[F_TANGENT]
-            if wet or q[pi, pj - 1, H] > h_dry:
+            if faces and (wet or q[pi, pj - 1, H] > h_dry):
                 s = fy[i, j]
                 vh += ky * s[F_MASS]
                 vhu += ky * s[F_TANGENT]
                 vhv += ky * s[F_NORMAL_R]
-            if wet or q[pi, pj + 1, H] > h_dry:
+            if faces and (wet or q[pi, pj + 1, H] > h_dry):
                 n = fy[i, j + 1]
                 vh -= ky * n[F_MASS]
                 vhu -= ky * n[F_TANGENT]
                 vhv -= ky * n[F_NORMAL_L]
-            if wet:
+            if faces and wet:
                 # Centred bed-slope source (Audusse et al.) from this cell's own
                 # reconstruction; exactly 0 on a flat bed or in a first-order cell. A wet
                 # cell's four faces are all active, so their records are current.
@@ -442,11 +446,28 @@ def swe_stage(
     out: np.ndarray, g: int, dt: float, dx: float, dy: float, h_dry: float, grav: float,
     manning: float, neg_tol: float, first: bool, wet_count: np.ndarray,
 ) -> int:  # fmt: skip
-    """:func:`swe_fluxes` then :func:`swe_update`: one Heun stage, one call from Python."""
-    swe_fluxes(q, bed, fx, fy, g, h_dry, grav)
+    """:func:`swe_fluxes` then :func:`swe_update`: one Heun stage, one call from Python.
+
+    A block dry everywhere (most of a dam break's partitions, most of the time) has no face
+    to compute, and its update skips the face tests.
+    """
+    faces = not _all_dry(q, h_dry)
+    if faces:
+        swe_fluxes(q, bed, fx, fy, g, h_dry, grav)
     return swe_update(
-        q0, q, fx, fy, out, g, dt, dx, dy, h_dry, grav, manning, neg_tol, first, wet_count
-    )
+        q0, q, fx, fy, out, g, dt, dx, dy, h_dry, grav, manning, neg_tol, first, wet_count,
+        faces,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _all_dry(q: np.ndarray, h_dry: float) -> bool:
+    """Whether every cell of the padded block ``q`` has depth ``<= h_dry``."""
+    for i in range(q.shape[0]):
+        for j in range(q.shape[1]):
+            if q[i, j, H] > h_dry:
+                return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -528,9 +549,27 @@ def _views(arrays, bases, i, nx, ny, g):
     q = arrays[_Q][bases[_Q, i] : bases[_Q, i] + px * py * 3].reshape((px, py, 3))
     q1 = arrays[_Q1][bases[_Q1, i] : bases[_Q1, i] + px * py * 3].reshape((px, py, 3))
     bed = arrays[_BED][bases[_BED, i] : bases[_BED, i] + px * py].reshape((px, py))
-    fx = arrays[_FX][bases[_FX, i] : bases[_FX, i] + (nx + 1) * ny * N_FACE]
-    fy = arrays[_FY][bases[_FY, i] : bases[_FY, i] + nx * (ny + 1) * N_FACE]
-    return q, q1, bed, fx.reshape((nx + 1, ny, N_FACE)), fy.reshape((nx, ny + 1, N_FACE))
+    return q, q1, bed
+
+
+@njit(cache=True, nogil=True)
+def _face_scratch(arrays, bases, todo, iparams, field, extra_x, extra_y):
+    """One partition's face records (``fx``: ``field = _FX``, extents ``nx + 1, ny``; ``fy``:
+    ``_FY``, ``nx, ny + 1``), the largest of ``todo``'s, to serve every partition of a batch.
+
+    A face record lives only within its partition's stage, so one pair reused stays in cache,
+    where a pair per partition streams through memory. The largest fits every other, and a
+    concurrent batch (another thread) holds other partitions, hence other records.
+    """
+    if todo.size == 0:
+        return arrays[field][:0]
+    owner, most = todo[0], 0
+    for t in range(todo.size):
+        i = todo[t]
+        size = (iparams[i, 0] + extra_x) * (iparams[i, 1] + extra_y) * N_FACE
+        if size > most:
+            owner, most = i, size
+    return arrays[field][bases[field, owner] : bases[field, owner] + most]
 
 
 @njit(cache=True, nogil=True)
@@ -555,11 +594,15 @@ def swe_stage_batch(arrays, bases, todo, params, iparams, values, stamps):
     bad = arrays[_BAD]
     wet = arrays[_WET]
     first = params[7] > 0.0
+    fx_scratch = _face_scratch(arrays, bases, todo, iparams, _FX, 1, 0)
+    fy_scratch = _face_scratch(arrays, bases, todo, iparams, _FY, 0, 1)
     for t in range(todo.size):
         stamps[t] = now_ns()
         i = todo[t]
         nx, ny, g = iparams[i, 0], iparams[i, 1], iparams[i, 2]
-        q, q1, bed, fx, fy = _views(arrays, bases, i, nx, ny, g)
+        q, q1, bed = _views(arrays, bases, i, nx, ny, g)
+        fx = fx_scratch[: (nx + 1) * ny * N_FACE].reshape((nx + 1, ny, N_FACE))
+        fy = fy_scratch[: nx * (ny + 1) * N_FACE].reshape((nx, ny + 1, N_FACE))
         src, dst = (q, q1) if first else (q1, q)
         west, east = iparams[i, 3] > 0, iparams[i, 4] > 0
         south, north = iparams[i, 5] > 0, iparams[i, 6] > 0
