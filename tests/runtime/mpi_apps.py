@@ -15,11 +15,12 @@ from grapeshot.runtime.driver import run_program
 
 STEPS = 6
 #: (app, scene, partitions, cells): small, so that every configuration runs in seconds.
-#: Shallow water's partitions differ in size (8 or 7 by 5 or 4 cells): its batches share one
-#: partition's face records, which must fit every partition of the batch.
+#: Shallow water's partitions differ in size (32 or 31 by 17 or 16 cells): its batches share
+#: one partition's face records, which must fit every partition of the batch; and on one
+#: rank its local halo copies are large enough to be shared out among the threads.
 CASES = [
     ("sph", "dambreak", (4, 2), (16, 8)),
-    ("swe", "dambreak", (4, 2), (30, 9)),
+    ("swe", "dambreak", (4, 2), (126, 33)),
     ("wavefront", "diagonal", (4, 2), (24, 16)),
 ]
 

@@ -76,6 +76,8 @@ from grapeshot.runtime.wire import (
 )
 
 _DATA_TAG = 11
+#: Below this many cells a local halo copy is not worth handing part of to another thread.
+_SPLIT_COPIES = 4096
 
 
 @dataclass
@@ -342,6 +344,8 @@ class _Runner:
         self.copied_bytes = 0
         self.tasks: queue.SimpleQueue = queue.SimpleQueue()
         self.finished: queue.SimpleQueue = queue.SimpleQueue()
+        #: One entry per worker's share of a local halo copy done (:meth:`copy_local`).
+        self.copied: queue.SimpleQueue = queue.SimpleQueue()
         self.failure: str | None = None
         self.task_fns: dict[int, Callable] = {}
         #: The reduced values of batched phases, per local partition.
@@ -665,9 +669,31 @@ class _Runner:
             self.copied_bytes += raw.nbytes
         for name in plan.names:
             flat = arena.flat[name]
-            copy_within(flat, plan.local_src[name], plan.local_dst[name])
+            self.copy_local(flat, plan.local_src[name], plan.local_dst[name])
             self.copied_bytes += plan.local_src[name].size * flat.itemsize
         self.rounds[k] += 1
+
+    def copy_local(self, flat: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+        """:func:`copy_within`, shared out among this rank's threads.
+
+        With one rank and several threads every halo is local: copied by this thread alone it
+        would keep the workers waiting at every exchange for a pass over all the halos.
+        """
+        if self.threads == 1 or src.size < _SPLIT_COPIES:
+            copy_within(flat, src, dst)
+            return
+        cut = np.linspace(0, src.size, self.threads + 1).astype(np.int64)
+        for t in range(1, self.threads):
+            piece = (src[cut[t] : cut[t + 1]], dst[cut[t] : cut[t + 1]])
+            self.tasks.put((self._copy_piece, [], (flat, *piece), None, 0.0))
+        copy_within(flat, src[: cut[1]], dst[: cut[1]])
+        for _ in range(1, self.threads):
+            self.copied.get()
+
+    def _copy_piece(self, todo, arrays, ctx, waited, rows, thread) -> None:
+        """A worker's share of :meth:`copy_local` (the signature of a task)."""
+        copy_within(*arrays)
+        self.copied.put(None)
 
     def send_custom(self, step: int, k: int, exchange) -> None:
         pack = exchange.packer()
@@ -938,7 +964,14 @@ def _sender(item: tuple[int, np.ndarray]) -> int:
 
 
 def _chunks(items: list, size: int) -> list[list]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+    """``items`` dealt round-robin into runs of at most ``size``, each in ``items`` order.
+
+    Dealt, not cut in slices: neighbouring partitions carry similar loads (the water of a dam
+    break is in one corner), so slices would give one thread the heavy run and leave the
+    others waiting at the end of the phase.
+    """
+    n = -(-len(items) // size)
+    return [items[j::n] for j in range(n)]
 
 
 def _is_grid(phase: Phase) -> bool:
