@@ -13,6 +13,7 @@ per item only to build or return the arrays; the headers are numpy arrays.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ def decode_items(raw: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
     for part, slot, char, ndim, *shape in table.tolist():
         dtype = np.dtype(chr(char))
         shape = tuple(shape[:ndim])
-        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        size = math.prod(shape) * dtype.itemsize
         items.append((part, slot, body[at : at + size].view(dtype).reshape(shape)))
         at += size + (-size) % 8
     return items
