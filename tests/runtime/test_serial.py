@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.program import Exchange
 from grapeshot.runtime.serial import run_serial
 from tests.runtime.toy_programs import Heat, Walkers
 
@@ -43,3 +44,17 @@ def test_bad_steps() -> None:
 def test_partitions_thinner_than_ghost_are_refused() -> None:
     with pytest.raises(InputError, match="--parts"):
         run_serial(Heat(domain=(4, 4), parts=(8, 1)), 1)
+
+
+def test_exchange_pack_all_needs_pack_and_defaults_to_pack_per_offset() -> None:
+    with pytest.raises(ValueError, match="give pack as well"):
+        Exchange(("u",), 1, pack_all=lambda block, box, offsets: [])
+    calls = []
+
+    def pack(block, box, offset):
+        calls.append(offset)
+        return np.full(2, offset[0], dtype=float)
+
+    got = Exchange(("u",), 1, pack, lambda *a: None).packer_all()(None, None, [(1, 0), (-1, 1)])
+    assert calls == [(1, 0), (-1, 1)]
+    assert [g.tolist() for g in got] == [[1.0, 1.0], [-1.0, -1.0]]

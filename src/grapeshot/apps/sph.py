@@ -286,7 +286,19 @@ class SPHProgram(Program):
         self.ghost_cols = 2 + 2 * d
         self.offsets = neighbour_offsets(d)
         self._offset_index = {o: k for k, o in enumerate(self.offsets)}
-        self._offset_arrays = {o: np.asarray(o, dtype=np.int64) for o in self.offsets}
+        #: Offsets as int64 ``(k, d)`` tables, per tuple of offsets a partition packs.
+        self._offset_tables: dict[tuple[Offset, ...], np.ndarray] = {}
+        #: What a halo carries: id, position and velocity; then the density alone.
+        self._state_columns = np.arange(1 + 2 * d, dtype=np.int64)
+        self._rho_columns = np.array([self.cols[3]], dtype=np.int64)
+        # Particle ids are lattice indices: (cell, id) sorts as cell * id_span + id.
+        self.id_span = math.prod(self.lattice)
+        if math.prod(cells) * self.id_span >= 2**63:
+            raise InputError(
+                "cells",
+                f"got {math.prod(cells)} cells and up to {self.id_span} particles",
+                "fewer cells times particles than 2**63 (a halo's sort key is one int64)",
+            )
         self._ghost_names = tuple(f"ghost{k}" for k in range(len(self.offsets)))
         self._box_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         # Halo messages carry about spacing**-d particles per cell, 1 + 2d floats each.
@@ -295,12 +307,16 @@ class SPHProgram(Program):
             Phase(
                 "density",
                 self._density,
-                exchange=Exchange(("p",), 1, pack=self._pack_state, unpack=self._unpack_state),
+                exchange=Exchange(
+                    ("p",), 1, self._pack_state, self._unpack_state, pack_all=self._pack_state_all
+                ),
             ),
             Phase(
                 "forces",
                 self._forces,
-                exchange=Exchange(("rho",), 1, pack=self._pack_rho, unpack=self._unpack_rho),
+                exchange=Exchange(
+                    ("rho",), 1, self._pack_rho, self._unpack_rho, pack_all=self._pack_rho_all
+                ),
                 reduce=Reduction("inv_dt", "max"),
             ),
             Phase(
@@ -374,16 +390,32 @@ class SPHProgram(Program):
             self._box_cache[box.part] = got
         return got
 
-    def _layer(self, own: np.ndarray, box: Box, offset: Offset) -> np.ndarray:
-        """Rows of ``own`` in the layer facing ``offset``, sorted by (global cell, id)."""
+    def _pack_layers(
+        self, block: Block, box: Box, offsets: Sequence[Offset], columns: np.ndarray
+    ) -> list[np.ndarray]:
+        """Flat float64 per offset: ``columns`` of the particles in the layer facing it,
+        sorted by (global cell, id); all the layers in one compiled pass."""
         lo, hi = self._box_arrays(box)
-        return K.layer_rows(own, self.d, self.h, self.dom, lo, hi, self._offset_arrays[offset])
+        key = tuple(offsets)
+        table = self._offset_tables.get(key)
+        if table is None:
+            table = np.asarray(key, dtype=np.int64).reshape(len(key), self.d)
+            self._offset_tables[key] = table
+        packed, ptr = K.pack_layers(
+            block["p"], self.d, self.h, self.dom, lo, hi, table, columns, self.id_span
+        )
+        w = columns.size
+        return [packed[ptr[j] * w : ptr[j + 1] * w] for j in range(len(key))]
 
     def _pack_state(self, block: Block, box: Box, offset: Offset) -> np.ndarray:
         """Flat float64 ``(m * (1 + 2d),)``: id, position, velocity of the facing layer."""
-        own = block["p"]
-        rows = self._layer(own, box, offset)
-        return own[rows, : 1 + 2 * self.d].ravel()
+        return self._pack_layers(block, box, (offset,), self._state_columns)[0]
+
+    def _pack_state_all(
+        self, block: Block, box: Box, offsets: Sequence[Offset]
+    ) -> list[np.ndarray]:
+        """:meth:`_pack_state` for every offset of ``offsets``."""
+        return self._pack_layers(block, box, offsets, self._state_columns)
 
     def _unpack_state(self, block: Block, box: Box, offset: Offset, payload: np.ndarray) -> None:
         """Replace the ghosts from ``offset`` (their density arrives with the next exchange)."""
@@ -400,9 +432,11 @@ class SPHProgram(Program):
 
     def _pack_rho(self, block: Block, box: Box, offset: Offset) -> np.ndarray:
         """Flat float64 ``(m,)``: densities of the facing layer, in :meth:`_pack_state` order."""
-        own = block["p"]
-        rows = self._layer(own, box, offset)
-        return own[rows, self.cols[3]].copy()
+        return self._pack_layers(block, box, (offset,), self._rho_columns)[0]
+
+    def _pack_rho_all(self, block: Block, box: Box, offsets: Sequence[Offset]) -> list[np.ndarray]:
+        """:meth:`_pack_rho` for every offset of ``offsets``."""
+        return self._pack_layers(block, box, offsets, self._rho_columns)
 
     def _unpack_rho(self, block: Block, box: Box, offset: Offset, payload: np.ndarray) -> None:
         """Fill the densities of the ghosts from ``offset``."""

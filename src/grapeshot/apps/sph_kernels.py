@@ -73,57 +73,89 @@ def global_cells(rec: np.ndarray, d: int, h: float, dom: np.ndarray) -> np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def layer_rows(
+def pack_layers(
     rec: np.ndarray,
     d: int,
     h: float,
     dom: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
-    offset: np.ndarray,
-) -> np.ndarray:
-    """Rows of the owned particles in the one-cell layer of the box facing ``offset``.
+    offsets: np.ndarray,
+    columns: np.ndarray,
+    id_span: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The owned particles in the one-cell layer of the box facing each offset, packed.
 
     On an axis with offset ``-1`` the layer is the box's first cell, with ``+1`` its last
-    cell, with ``0`` the whole box. Rows come sorted by (global cell, id), an order that does
-    not depend on the order of ``rec``: the density and the force exchanges, which pack the
-    same particles from differently ordered blocks, list them identically.
+    cell, with ``0`` the whole box. A layer's particles come sorted by (global cell, id), an
+    order that does not depend on the order of ``rec``: the density and the force exchanges,
+    which pack the same particles from differently ordered blocks, list them identically.
+    One pass finds every particle's cell for all the layers (a partition packs up to
+    ``3**d - 1``); particles with a non-finite coordinate are left out (their owner reports
+    them).
+
+    Parameters
+    ----------
+    offsets
+        int64 ``(k, d)``: one offset per row.
+    columns
+        int64 ``(w,)``: the columns of ``rec`` to pack, in this order.
+    id_span
+        An int above every particle id (ids are integers ``>= 0``); ``prod(dom) * id_span``
+        must stay below ``2**63`` (the program checks it), so (cell, id) sorts as one key.
 
     Returns
     -------
-    int64 ``(m,)``
-        Row indices into ``rec``.
+    packed : float64 ``(ptr[-1] * w,)``
+        Layer ``j``'s particles, ``w`` values each, are ``packed[ptr[j] * w:ptr[j + 1] * w]``.
+    ptr : int64 ``(k + 1,)``
     """
     n = rec.shape[0]
-    keep = np.empty(n, dtype=np.int64)
-    flat = np.empty(n, dtype=np.int64)
-    m = 0
+    # Per particle: bit 2a set if it is in the box's first cell on axis a, bit 2a + 1 if in
+    # its last; -1 if a coordinate is not finite.
+    faces = np.empty(n, dtype=np.int64)
+    keys = np.empty(n, dtype=np.int64)
     for i in range(n):
-        ok = True
+        f = 0
         key = 0
         for a in range(d):
-            if not np.isfinite(rec[i, 1 + a]):  # its owner reports it; no cell to send from
-                ok = False
+            if not np.isfinite(rec[i, 1 + a]):
+                f = -1
                 break
             c = cell_of(rec[i, 1 + a], h, dom[a])
-            o = offset[a]
-            if (o < 0 and c != lo[a]) or (o > 0 and c != hi[a] - 1):
-                ok = False
-                break
+            if c == lo[a]:
+                f |= 1 << (2 * a)
+            if c == hi[a] - 1:
+                f |= 1 << (2 * a + 1)
             key = key * dom[a] + c
-        if ok:
-            keep[m] = i
-            flat[m] = key
-            m += 1
-    rows = keep[:m]
-    keys = flat[:m]
-    ids = np.empty(m)
-    for k in range(m):
-        ids[k] = rec[rows[k], 0]
-    # Sort by id, then stably by cell: the result is ordered by (cell, id).
-    by_id = np.argsort(ids, kind="mergesort")
-    by_cell = np.argsort(keys[by_id], kind="mergesort")
-    return rows[by_id[by_cell]]
+        faces[i] = f
+        keys[i] = key * id_span + np.int64(rec[i, 0])
+    k = offsets.shape[0]
+    w = columns.shape[0]
+    ptr = np.zeros(k + 1, dtype=np.int64)
+    packed = np.empty(n * k * w)
+    rows = np.empty(n, dtype=np.int64)
+    order_keys = np.empty(n, dtype=np.int64)
+    for j in range(k):
+        need = 0
+        for a in range(d):
+            if offsets[j, a] < 0:
+                need |= 1 << (2 * a)
+            elif offsets[j, a] > 0:
+                need |= 1 << (2 * a + 1)
+        m = 0
+        for i in range(n):
+            if faces[i] >= 0 and faces[i] & need == need:
+                rows[m] = i
+                order_keys[m] = keys[i]
+                m += 1
+        at = ptr[j] * w
+        for q, o in enumerate(np.argsort(order_keys[:m])):
+            r = rows[o]
+            for c in range(w):
+                packed[at + q * w + c] = rec[r, columns[c]]
+        ptr[j + 1] = ptr[j] + m
+    return packed[: ptr[k] * w], ptr
 
 
 @njit(cache=True, nogil=True)

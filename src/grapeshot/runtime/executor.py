@@ -33,6 +33,7 @@ their buffers in neighbour order, reductions combine in partition order.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import sys
 import threading
@@ -47,6 +48,7 @@ from grapeshot.exchange.collectives import ordered_allreduce
 from grapeshot.model.program import (
     Block,
     Context,
+    Offset,
     Phase,
     Program,
     SimulationError,
@@ -274,6 +276,11 @@ class _Runner:
         self.local = [int(p) for p in self.links.local_parts]
         self.position = {p: i for i, p in enumerate(self.local)}
         self.offsets = neighbour_offsets(len(program.parts_shape))
+        # Per local partition (ascending), the offsets of every halo it sends, local or not.
+        sent: dict[int, list[Offset]] = {}
+        for link in [*self.links.local, *itertools.chain(*self.links.send.values())]:
+            sent.setdefault(link.src, []).append(link.offset)
+        self.outgoing = [(p, tuple(sent[p])) for p in sorted(sent)]
         self.blocks = (
             blocks
             if blocks is not None
@@ -696,16 +703,21 @@ class _Runner:
         self.copied.put(None)
 
     def send_custom(self, step: int, k: int, exchange) -> None:
-        pack = exchange.packer()
+        # Every buffer of a partition in one call (Exchange.pack_all), then handed out.
+        pack_all = exchange.packer_all()
         blocks, boxes, position = self.blocks, self.boxes, self.position
+        packed: dict[tuple[int, Offset], np.ndarray] = {}
+        for src, offsets in self.outgoing:
+            bufs = pack_all(blocks[src], boxes[src], offsets)
+            packed.update(zip([(src, o) for o in offsets], bufs, strict=True))
         for link in self.links.local:
-            buf = pack(blocks[link.src], boxes[link.src], link.offset)
+            buf = packed[(link.src, link.offset)]
             self.inbox[position[link.dst]][link.slot] = buf
             self.count_halo(link.src, link.dst, buf.nbytes)
         for r, links in self.links.send.items():
             items = []
             for link in links:
-                buf = pack(blocks[link.src], boxes[link.src], link.offset)
+                buf = packed[(link.src, link.offset)]
                 items.append((link.dst, link.slot, buf))
                 self.count_halo(link.src, link.dst, buf.nbytes)
             self.post(r, encode_items(step, k, HALO, items))
