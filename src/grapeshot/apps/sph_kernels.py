@@ -129,7 +129,8 @@ def pack_layers(
                 f |= 1 << (2 * a + 1)
             key = key * dom[a] + c
         faces[i] = f
-        keys[i] = key * id_span + np.int64(rec[i, 0])
+        if f >= 0:
+            keys[i] = key * id_span + np.int64(rec[i, 0])
     k = offsets.shape[0]
     w = columns.shape[0]
     ptr = np.zeros(k + 1, dtype=np.int64)

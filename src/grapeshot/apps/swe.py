@@ -366,7 +366,7 @@ def swe_update(
     faces
         False when every cell of ``q``, ghosts included, is dry: then no face carries flux
         and no cell has a bed-slope source, and the loop skips testing for them (the same
-        bits, about half the time).
+        bits: a dry 64 x 16 stage with its face pass skipped too takes about 35% less).
 
     Returns
     -------
@@ -662,7 +662,8 @@ class ShallowWater(Program):
     Block entries: ``q`` float64 ``(*box.padded_shape, 3)`` (depth, x- and y-momentum), ``q1``
     (Heun's first stage, same shape), ``bed`` float64 ``box.padded_shape`` (bed elevation,
     static, ghosts included), ``fx`` ``(nx + 1, ny, N_FACE)`` and ``fy`` ``(nx, ny + 1,
-    N_FACE)`` (face records), ``bad`` int64 ``(1,)`` (first failing cell of the last kernel,
+    N_FACE)`` (face records: scratch of one stage, which a batch shares among its
+    partitions), ``bad`` int64 ``(1,)`` (first failing cell of the last kernel,
     -1 if healthy), ``wet`` int64 ``(1,)`` (wet interior cells after the last step).
     """
 
