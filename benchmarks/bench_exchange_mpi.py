@@ -70,17 +70,20 @@ def loaded_ping_pong(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray
     return np.asarray(SIZES, dtype=np.float64), np.asarray(out)
 
 
-def slowest_median(comm, fn, repeats: int) -> float:
+def slowest_median(comm, fn, repeats: int, check=None) -> float:
     """Median over ``repeats`` calls of ``fn()`` (all ranks start together) of the slowest
-    rank's seconds; the same value on every rank."""
+    rank's seconds; the same value on every rank. ``check(result)``, if given, is called on
+    each call's result outside the timing."""
     from mpi4py import MPI
 
     times = []
     for _ in range(repeats):
         comm.Barrier()
         t0 = time.perf_counter()
-        fn()
+        result = fn()
         times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
+        if check is not None:
+            check(result)
     return float(np.median(times))
 
 
@@ -211,15 +214,13 @@ def measure(comm, *, repeat: int = 10, units: tuple[int, ...] = (512, 65536)) ->
         for alg in ALGORITHMS:
             plan = ExchangePlan(com[rank], comm=comm, algorithm=alg, seed=1)
             plan_s[alg] = comm.allreduce(plan.schedule_seconds, op=MPI.MAX)
-            times = []
-            for _ in range(repeat):
-                comm.Barrier()
-                t0 = time.perf_counter()
-                got = plan.run(sends)
-                times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
-                verify_received(com, rank, got)
+            measured[alg] = slowest_median(
+                comm,
+                lambda plan=plan, sends=sends: plan.run(sends),
+                repeat,
+                check=lambda got, com=com: verify_received(com, rank, got),
+            )
             plan.free()
-            measured[alg] = float(np.median(times))
             predicted[alg] = simulate_exchange(
                 pattern, alg, machine, seed=1, tas_latency=tas / 2, overhead=overhead
             ).seconds
