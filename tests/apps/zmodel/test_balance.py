@@ -17,7 +17,7 @@ from grapeshot.apps.zmodel.balance import (
     spread,
     study_grids,
 )
-from grapeshot.apps.zmodel.cutoff import place_parts
+from grapeshot.apps.zmodel.cutoff import part_of, place_parts
 from grapeshot.apps.zmodel.kernels import image_offsets
 
 
@@ -89,16 +89,8 @@ def test_placement_spreads_are_deterministic_for_a_seed():
         pts, 1.0, (8, 8), [(48, 48)], range(4), cutoff=0.25, offsets=image_offsets(False, 2.0)
     )
     assert study == again
-    other = placement_spreads(
-        np.bincount(
-            np.clip(((pts[:, 0] + 1) * 24).astype(int), 0, 47) * 48
-            + np.clip(((pts[:, 1] + 1) * 24).astype(int), 0, 47),
-            minlength=48 * 48,
-        ).astype(float),
-        (48, 48),
-        (8, 8),
-        range(4, 8),
-    )
+    counts = np.bincount(part_of(pts, 1.0, (48, 48)), minlength=48 * 48).astype(float)
+    other = placement_spreads(counts, (48, 48), (8, 8), range(4, 8))
     assert other["birdshot"]["seeds"] != study[0]["spread"]["birdshot"]["seeds"]
 
 
