@@ -1,11 +1,13 @@
 """Run the mini-apps on MPI ranks in every configuration the runtime tests compare.
 
 Usage: python -m tests.runtime.mpi_apps   (under mpiexec); rank 0 prints one JSON line per
-run: {"app", "strategy", "migrate", "executor", "digest", "bytes_migrated"}.
+run: {"app", "threads", "strategy", "migrate", "executor", "digest", "bytes_migrated",
+"work", "task_halo"}.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from mpi4py import MPI
@@ -30,18 +32,25 @@ def make(app: str, scene: str, parts, cells):
     return get_app(app).make_program(scene, parts, cells=cells)
 
 
+#: Besides every case on two threads, the batched app on one thread per rank, where its
+#: tasks copy their own halos and pack the next phase's messages (fused exchanges).
+FUSED = ("swe",)
+
+
 def main() -> None:
     comm = MPI.COMM_WORLD
     for app, scene, parts, cells in CASES:
-        for strategy in ("geometric", "birdshot"):
-            for migrate in (None, STEPS // 2):
+        for threads in (2, 1) if app in FUSED else (2,):
+            for strategy, migrate in itertools.product(
+                ("geometric", "birdshot"), (None, STEPS // 2)
+            ):
                 outcome = run_program(
                     make(app, scene, parts, cells),
                     steps=STEPS,
                     strategy=strategy,
                     seed=3,
                     comm=comm,
-                    threads=2,
+                    threads=threads,
                     migrate_at=migrate,
                     timeout=60.0,
                 )
@@ -51,12 +60,14 @@ def main() -> None:
                         json.dumps(
                             {
                                 "app": app,
+                                "threads": threads,
                                 "strategy": strategy,
                                 "migrate": migrate,
                                 "executor": s["executor"],
                                 "digest": s["fields_digest"],
                                 "bytes_migrated": s["bytes_migrated"],
                                 "work": outcome.work.sum(axis=1).tolist(),
+                                "task_halo": sum(s["task_halo_seconds"]),
                             }
                         ),
                         flush=True,

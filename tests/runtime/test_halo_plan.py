@@ -4,15 +4,32 @@ serial exchange, bit for bit, whatever the placement."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from grapeshot.model.program import neighbour_offsets
+from grapeshot.model.program import Exchange, neighbour_offsets
+from grapeshot.model.task_halos import batch_ends, no_halos, task_begins
 from grapeshot.runtime.copies import copy_within, gather, scatter
-from grapeshot.runtime.halo_plan import Arena, grid_plan, rank_links
+from grapeshot.runtime.halo_plan import (
+    Arena,
+    fused_halos,
+    fused_packs,
+    grid_plan,
+    message_layout,
+    rank_links,
+)
 from grapeshot.runtime.serial import exchange_all
-from grapeshot.runtime.wire import HALO, MIGRANTS, decode_items, encode_items, read_header, stamp
+from grapeshot.runtime.wire import (
+    HALO,
+    HEADER,
+    MIGRANTS,
+    decode_items,
+    encode_items,
+    read_header,
+    stamp,
+)
 from tests.runtime.toy_programs import Heat
 
 
@@ -108,3 +125,93 @@ def test_item_messages_round_trip() -> None:
     assert read_header(empty).n_items == 0 and decode_items(empty) == []
     with pytest.raises(ValueError, match="at most 4 dimensions"):
         encode_items(0, 0, HALO, [(0, 0, np.zeros((1, 1, 1, 1, 1)))])
+
+
+def _two_field_blocks(boxes, width):
+    blocks = {}
+    for box in boxes:
+        shape = tuple(n + 2 * width for n in box.shape)
+        size = int(np.prod(shape))
+        u = np.arange(size, dtype=np.float64).reshape(shape) + 10_000.0 * box.part
+        v = -np.arange(size, dtype=np.float64).reshape(shape) - 10_000.0 * box.part
+        blocks[box.part] = {"u": u, "v": v, "n": np.zeros(1, dtype=np.int64)}
+    return blocks
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ranks, seed):
+    """Fused exchanges (grapeshot.model.task_halos): each task copies its halos right before
+    its kernel, which then overwrites its interior; whatever order the tasks run in, every
+    partition sees what the serial exchange delivers, and the messages the tasks pack after
+    their kernels equal the plan's gathers."""
+    width, names = 2, ("u", "v")
+    program = Heat(domain=(30, 24), parts=(5, 4))
+    boxes = [replace(b, ghost=width) for b in program.boxes()]
+    blocks = _two_field_blocks(boxes, width)
+    expected = copy.deepcopy(blocks)
+    exchange_all(Exchange(names, width), boxes, [expected[b.part] for b in boxes])
+    rng = np.random.default_rng(seed)
+    node_of = rng.integers(0, ranks, size=len(boxes))
+    node_of[:ranks] = np.arange(ranks)
+    links = [rank_links(boxes, node_of, r) for r in range(ranks)]
+    arenas = [Arena((*names, "n"), links[r].local_parts, blocks) for r in range(ranks)]
+    plans = [grid_plan(links[r], boxes, arenas[r], names, width) for r in range(ranks)]
+    header = HEADER * 8
+    # The next phase's messages, packed by tasks after their kernels, equal the gathers.
+    outboxes = {}
+    for r in range(ranks):
+        starts, total = message_layout(
+            plans[r], plans[r].send, arenas[r], list(links[r].send), header
+        )
+        outbox = np.zeros(total // 8)
+        packs = fused_packs(links[r], boxes, arenas[r], names, width, starts, header)
+        halos = list(no_halos(len(links[r].local_parts)))
+        halos[0], halos[16:21], halos[21] = arenas[r].shared, packs, outbox
+        stamps = np.zeros(len(links[r].local_parts) + 1, dtype=np.int64)
+        for t, i in enumerate(rng.permutation(len(links[r].local_parts))):
+            task_begins(tuple(halos), stamps, t, i)
+        batch_ends(tuple(halos), stamps, len(links[r].local_parts))
+        for dest, at in starts.items():
+            words = (at + header) // 8
+            for name in names:
+                idx = plans[r].send[dest][name]
+                assert np.array_equal(outbox[words : words + idx.size], arenas[r].flat[name][idx])
+                words += idx.size
+            outboxes[(r, dest)] = outbox[(at + header) // 8 : words]
+    # This phase: the messages arrive, then each task copies its halos and runs its kernel.
+    original = copy.deepcopy(blocks)
+    for r in range(ranks):
+        starts, total = message_layout(plans[r], plans[r].recv, arenas[r], links[r].sources, header)
+        inbox = np.zeros(total // 8)
+        for source, at in starts.items():
+            message = outboxes[(source, r)]
+            inbox[(at + header) // 8 : (at + header) // 8 + message.size] = message
+        tables = fused_halos(links[r], boxes, arenas[r], names, width, starts, header)
+        n = len(links[r].local_parts)
+        ran = np.zeros(n, dtype=np.int64)
+        halos = (arenas[r].shared, ran, *tables, inbox, *no_halos(n)[15:])
+        stamps = np.zeros(n + 1, dtype=np.int64)
+        for t, i in enumerate(rng.permutation(n)):
+            task_begins(halos, stamps, t, i)
+            part = int(links[r].local_parts[i])
+            inner = boxes[part].interior()
+            for name in names:  # the kernel rewrites what its neighbours must not see
+                blocks[part][name][inner] = np.nan
+        assert ran.all()
+    for box in boxes:
+        inner = box.interior()
+        for name in names:
+            got = blocks[box.part][name].copy()
+            got[inner] = original[box.part][name][inner]
+            assert np.array_equal(got, expected[box.part][name]), (box.part, name)
+
+
+def test_a_field_that_is_not_float64_is_not_fused() -> None:
+    program = Heat(domain=(12, 12), parts=(2, 2))
+    boxes = program.boxes()
+    blocks = {b.part: {"k": np.zeros(b.padded_shape, dtype=np.int32)} for b in boxes}
+    links = rank_links(boxes, np.zeros(len(boxes), dtype=np.int64), 0)
+    arena = Arena(("k",), links.local_parts, blocks)
+    assert fused_halos(links, boxes, arena, ("k",), 1, {}, HEADER * 8) is None
+    assert fused_packs(links, boxes, arena, ("k",), 1, {}, HEADER * 8) is None

@@ -9,7 +9,7 @@ import pytest
 
 from grapeshot.runtime.serial import run_serial
 from tests.mpi_harness import run_mpi
-from tests.runtime.mpi_apps import CASES, STEPS, make
+from tests.runtime.mpi_apps import CASES, FUSED, STEPS, make
 
 pytestmark = pytest.mark.mpi
 
@@ -27,12 +27,14 @@ def serial_digests() -> dict[str, tuple[str, list[int]]]:
 def test_apps_on_ranks_equal_serial(ranks, serial_digests) -> None:
     proc = run_mpi(ranks, ["-m", "tests.runtime.mpi_apps"], timeout=400)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == len(CASES) * 4
+    assert len(rows) == (len(CASES) + len(FUSED)) * 4
     for row in rows:
         digest, work = serial_digests[row["app"]]
         assert row["digest"] == digest, row
         # Particles, wet cells and band cells are all kept across migrations.
         assert row["work"] == work, row
+        # On one thread the batched app's tasks copied their own halos.
+        assert (row["task_halo"] > 0) == (row["app"] in FUSED and row["threads"] == 1), row
     moved = [row["bytes_migrated"] for row in rows if row["migrate"] is not None]
     # On several ranks the mid-run rebalance really moved partitions (and lost nothing).
     assert (sum(moved) > 0) == (ranks > 1)

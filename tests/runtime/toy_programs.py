@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from grapeshot.model.clock import now_ns
 from grapeshot.model.program import (
     Batch,
     Block,
@@ -18,6 +17,7 @@ from grapeshot.model.program import (
     Reduction,
     neighbour_offsets,
 )
+from grapeshot.model.task_halos import batch_ends, task_begins
 
 
 @njit(cache=True, nogil=True)
@@ -161,12 +161,12 @@ class Dying(Heat):
 
 
 @njit(cache=True, nogil=True)
-def _diffuse_batch(arrays, bases, todo, params, iparams, values, stamps):
+def _diffuse_batch(arrays, bases, todo, params, iparams, values, stamps, halos):
     """Heat's diffuse phase on many partitions: the same walls and stencil, in one call."""
     u_all, tmp_all = arrays
     for t in range(todo.size):
-        stamps[t] = now_ns()
         i = todo[t]
+        task_begins(halos, stamps, t, i)
         px, py = iparams[i, 0], iparams[i, 1]
         u = u_all[bases[0, i] : bases[0, i] + px * py].reshape((px, py))
         tmp = tmp_all[bases[1, i] : bases[1, i] + px * py].reshape((px, py))
@@ -181,7 +181,7 @@ def _diffuse_batch(arrays, bases, todo, params, iparams, values, stamps):
         _diffuse(u, tmp, params[0])
         u[1 : px - 1, 1 : py - 1] = tmp[1 : px - 1, 1 : py - 1]
         values[i] = 0.0
-    stamps[todo.size] = now_ns()
+    batch_ends(halos, stamps, todo.size)
 
 
 class BatchedHeat(Heat):
@@ -208,18 +208,18 @@ class BatchedHeat(Heat):
 
 
 @njit(cache=True, nogil=True)
-def _halve_batch(arrays, bases, todo, params, iparams, values, stamps):
+def _halve_batch(arrays, bases, todo, params, iparams, values, stamps, halos):
     """Halve every partition's ``u`` in place (what RebindThenBatch's ``halve`` kernel does)."""
     (u_all,) = arrays
     for t in range(todo.size):
-        stamps[t] = now_ns()
         i = todo[t]
+        task_begins(halos, stamps, t, i)
         n = iparams[i, 0]
         u = u_all[bases[0, i] : bases[0, i] + n]
         for j in range(n):
             u[j] = 0.5 * u[j]
         values[i] = 0.0
-    stamps[todo.size] = now_ns()
+    batch_ends(halos, stamps, todo.size)
 
 
 class RebindThenBatch(Heat):

@@ -48,7 +48,6 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from grapeshot.model.clock import now_ns
 from grapeshot.model.errors import InputError, check_positive_number
 from grapeshot.model.program import (
     Batch,
@@ -62,6 +61,7 @@ from grapeshot.model.program import (
     SimulationError,
 )
 from grapeshot.model.seed import as_generator
+from grapeshot.model.task_halos import batch_ends, task_begins
 
 GRAVITY = 9.81  # m/s²
 GHOST = 2  # the MUSCL stencil reaches two cells: faces i±1/2 need cells i-2 .. i+2
@@ -573,22 +573,22 @@ def _face_scratch(arrays, bases, todo, iparams, field, extra_x, extra_y):
 
 
 @njit(cache=True, nogil=True)
-def swe_rate_batch(arrays, bases, todo, params, iparams, values, stamps):
+def swe_rate_batch(arrays, bases, todo, params, iparams, values, stamps, halos):
     """:class:`~grapeshot.model.program.Batch` of the ``rate`` phase (params: dx, dy,
     h_dry, gravity; iparams: nx, ny, ghost, walls W E S N)."""
     bad = arrays[_BAD]
     for t in range(todo.size):
-        stamps[t] = now_ns()
         i = todo[t]
+        task_begins(halos, stamps, t, i)
         q = _views(arrays, bases, i, iparams[i, 0], iparams[i, 1], iparams[i, 2])[0]
         rate, first_bad = swe_rate(q, iparams[i, 2], params[0], params[1], params[2], params[3])
         bad[bases[_BAD, i]] = first_bad
         values[i] = rate
-    stamps[todo.size] = now_ns()
+    batch_ends(halos, stamps, todo.size)
 
 
 @njit(cache=True, nogil=True)
-def swe_stage_batch(arrays, bases, todo, params, iparams, values, stamps):
+def swe_stage_batch(arrays, bases, todo, params, iparams, values, stamps, halos):
     """:class:`~grapeshot.model.program.Batch` of a Heun stage: the walls, then
     :func:`swe_stage` (params: dt, dx, dy, h_dry, gravity, manning, neg_tol, first)."""
     bad = arrays[_BAD]
@@ -597,8 +597,8 @@ def swe_stage_batch(arrays, bases, todo, params, iparams, values, stamps):
     fx_scratch = _face_scratch(arrays, bases, todo, iparams, _FX, 1, 0)
     fy_scratch = _face_scratch(arrays, bases, todo, iparams, _FY, 0, 1)
     for t in range(todo.size):
-        stamps[t] = now_ns()
         i = todo[t]
+        task_begins(halos, stamps, t, i)
         nx, ny, g = iparams[i, 0], iparams[i, 1], iparams[i, 2]
         q, q1, bed = _views(arrays, bases, i, nx, ny, g)
         fx = fx_scratch[: (nx + 1) * ny * N_FACE].reshape((nx + 1, ny, N_FACE))
@@ -614,7 +614,7 @@ def swe_stage_batch(arrays, bases, todo, params, iparams, values, stamps):
             params[4], params[5], params[6], first, wet_count,
         )  # fmt: skip
         values[i] = 0.0
-    stamps[todo.size] = now_ns()
+    batch_ends(halos, stamps, todo.size)
 
 
 # ----------------------------------------------------------------------------- the program
@@ -684,9 +684,9 @@ class ShallowWater(Program):
         # Separates round-off (a draining film at -1e-17 m) from a positivity failure.
         self._neg_tol = 1e-9
         iparams = self._iparams
-        rate_batch = Batch(BATCH_FIELDS, swe_rate_batch, self._rate_params, iparams, "bad")
-        stage1 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage1_params, iparams, "bad")
-        stage2 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage2_params, iparams, "bad")
+        rate_batch = Batch(BATCH_FIELDS, swe_rate_batch, self._rate_params, iparams, "bad", "wet")
+        stage1 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage1_params, iparams, "bad", "wet")
+        stage2 = Batch(BATCH_FIELDS, swe_stage_batch, self._stage2_params, iparams, "bad", "wet")
         walls1 = Exchange(("q",), GHOST, boundary=_walls("q"))
         walls2 = Exchange(("q1",), GHOST, boundary=_walls("q1"))
         self.phases = (

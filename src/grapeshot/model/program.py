@@ -341,7 +341,7 @@ class Batch:
         ``block[name]`` a view of its segment).
     run
         A numba function (``nogil=True``)
-        ``run(arrays, bases, todo, params, iparams, values, stamps)``:
+        ``run(arrays, bases, todo, params, iparams, values, stamps, halos)``:
 
         - ``arrays``: tuple of the flat arrays, in ``fields`` order;
         - ``bases``: int64 ``(len(fields), L)``, where local partition ``i``'s segment of each
@@ -350,8 +350,12 @@ class Batch:
         - ``params``: float64, from ``params(ctx)``; ``iparams``: int64 ``(L, m)``, row ``i``
           from ``iparams(box)`` of local partition ``i``;
         - ``values``: float64 ``(L,)``, where the kernel's return value goes (reductions);
-        - ``stamps``: int64 ``(k + 1,)``: ``stamps[t] = now_ns()`` right before task ``t`` and
-          ``stamps[k]`` after the last (:func:`grapeshot.model.clock.now_ns`).
+        - ``stamps``: int64 ``(k + 1,)`` and ``halos``, a tuple of the runtime's: ``run``
+          calls :func:`grapeshot.model.task_halos.task_begins` ``(halos, stamps, t, i)`` right
+          before task ``t`` (local partition ``i``) and
+          :func:`~grapeshot.model.task_halos.batch_ends` ``(halos, stamps, k)`` after the
+          last. They stamp the tasks' times and, where the runtime fuses halo exchanges into
+          tasks, make the task's own halo copies (:mod:`grapeshot.model.task_halos`).
     params
         ``params(ctx)``: the step's float parameters (time step, ...), float64 1-D.
     iparams
@@ -361,6 +365,11 @@ class Batch:
         One of ``fields``, an integer entry whose first element ``run`` sets to ``-1`` for a
         healthy partition: ``check_block`` is then called only where it is not ``-1`` (the
         others would pass it), which saves a Python call per task.
+    work
+        One of ``fields``, an integer entry whose first element always holds what
+        :meth:`Program.work` returns for the partition: where every phase is batched, the
+        runtime reads all the counts of a rank at a step's end with one numpy index instead
+        of a Python call per partition.
     """
 
     fields: tuple[str, ...]
@@ -368,10 +377,13 @@ class Batch:
     params: Callable[[Context], np.ndarray]
     iparams: Callable[[Box], np.ndarray]
     status: str | None = None
+    work: str | None = None
 
     def __post_init__(self) -> None:
-        if self.status is not None and self.status not in self.fields:
-            raise ValueError(f"Batch.status {self.status!r} is not one of its fields")
+        for role in ("status", "work"):
+            name = getattr(self, role)
+            if name is not None and name not in self.fields:
+                raise ValueError(f"Batch.{role} {name!r} is not one of its fields")
 
 
 @dataclass

@@ -511,6 +511,7 @@ def _outcome(
     segments = len(gathered[0])
     busy = np.zeros(ranks)
     idle = np.zeros(ranks)
+    task_halo = np.zeros(ranks)
     columns: dict[str, list[np.ndarray]] = {}
     work = np.zeros((steps, n), dtype=np.int64)
     halo: dict[tuple[int, int], int] = {}
@@ -526,6 +527,7 @@ def _outcome(
             # Busy is CPU time: on shared cores a preempted task's wall time is not work.
             durations = tasks["cpu"]
             busy[r["rank"]] += durations.sum()
+            task_halo[r["rank"]] += tasks["halo"].sum()
             idle[r["rank"]] += r["threads"] * r["wall"] - durations.sum()
             walls[r["rank"]] += r["wall"]
             for key, col in tasks.items():
@@ -578,6 +580,8 @@ def _outcome(
             key: [float(sum(g[s][key] for s in range(segments))) for g in gathered]
             for key in ("halo_seconds", "wait_seconds", "serial_seconds")
         },
+        # The part of busy that tasks spent copying their own halos (fused exchanges).
+        "task_halo_seconds": task_halo.tolist(),
         "copied_bytes": [int(sum(g[s]["copied_bytes"] for s in range(segments))) for g in gathered],
         "simulated_time": float(gathered[0][-1]["time"]),
         "work_per_rank": np.bincount(

@@ -20,7 +20,14 @@ in memory, receives one message from each rank that sends to it and unpacks, in 
 order, before the phase's halo exchange and tasks; grid phases never pay for it.
 
 A phase with a :class:`~grapeshot.model.program.Batch` runs each set of ready partitions in
-one compiled call that stamps every task's start, so no Python runs between its tasks.
+one compiled call that stamps every task's start, so no Python runs between its tasks. With one
+thread per rank, a batched grid exchange is *fused* into the tasks: the rank sends its messages
+but copies no halo itself; each task, right before its kernel, copies its own halos — with the
+rank's other partitions, both ways with every neighbour that has not run yet (whose cells still
+hold what this phase must see), and out of the arrived messages into its ghost cells
+(:mod:`grapeshot.model.task_halos`). The copies then happen in the task, on the data its kernel
+is about to read, and count as its work. Grid messages land where the plan puts them: each
+phase's receives are posted before its sends, into one buffer per phase.
 
 Tasks run on the calling (main) thread and, with ``threads > 1``, on ``threads - 1`` worker
 threads that take them (or runs of them, for batches) from the same FIFO queue; kernels and
@@ -55,29 +62,36 @@ from grapeshot.model.program import (
     graph_targets,
     neighbour_offsets,
 )
+from grapeshot.model.task_halos import no_halos
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.halo_plan import (
     Arena,
     GraphPlan,
     GridPlan,
+    fused_halos,
+    fused_packs,
     graph_plan,
     grid_plan,
+    message_layout,
     rank_links,
 )
 from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import (
     GRAPH,
     HALO,
+    HEADER,
     MIGRANTS,
     decode_items,
     encode_items,
-    new_message,
     payload,
     read_header,
     stamp,
 )
 
 _DATA_TAG = 11
+#: Grid halo messages of phase ``k`` carry tag ``_GRID_TAG + k``: each phase's receives are
+#: posted ahead and matched in order per source, apart from every other message.
+_GRID_TAG = 1000
 #: Below this many cells a local halo copy is not worth handing part of to another thread.
 _SPLIT_COPIES = 4096
 
@@ -89,7 +103,8 @@ class TaskRecord:
     ``start``/``end`` are wall seconds since the run's start (for timelines); ``cpu`` is the
     thread CPU seconds the task used, which excludes the time its core was taken by another
     process or thread (what busy time adds up); ``wait`` is the time from the start of the
-    task's phase on its rank to its last halo arriving.
+    task's phase on its rank to its last halo arriving; ``halo`` is the part of ``cpu`` the
+    task spent copying its own halos (fused exchanges; 0 elsewhere).
     """
 
     part: list[int] = field(default_factory=list)
@@ -100,6 +115,7 @@ class TaskRecord:
     end: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     wait: list[float] = field(default_factory=list)
+    halo: list[float] = field(default_factory=list)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The columns as numpy arrays."""
@@ -112,6 +128,8 @@ class TaskRecord:
             "end": np.asarray(self.end, dtype=np.float64),
             "cpu": np.asarray(self.cpu, dtype=np.float64),
             "wait": np.asarray(self.wait, dtype=np.float64),
+            # Executors that never fuse copies into tasks leave it empty: no copies.
+            "halo": np.asarray(self.halo or np.zeros(len(self.part)), dtype=np.float64),
         }
 
     @classmethod
@@ -120,10 +138,13 @@ class TaskRecord:
         record = cls()
         columns = (
             record.part, record.step, record.phase, record.thread, record.start, record.end,
-            record.wait, record.cpu,
+            record.wait, record.halo, record.cpu,
         )  # fmt: skip
         for clock in clocks:
             for row, cpu in zip(clock.rows, clock.cpu, strict=True):
+                # The halo copies' wall seconds, at the same share of a core as the task.
+                halo = row[7] * cpu / np.maximum(row[5] - row[4], 1e-12) if len(row) > 7 else 0.0
+                row = (*row[:7], halo)
                 if isinstance(row[0], np.ndarray):  # a batch: parts, starts, ends are arrays
                     n = row[0].size
                     for column, value in zip(columns, (*row, cpu), strict=True):
@@ -149,8 +170,9 @@ class _ThreadClock:
     """
 
     def __init__(self) -> None:
-        #: ``(part, step, phase, thread, start, end, wait)`` per task, or per batch of tasks
-        #: with ``part``, ``start`` and ``end`` as arrays.
+        #: ``(part, step, phase, thread, start, end, wait[, halo])`` per task, or per batch of
+        #: tasks with ``part``, ``start``, ``end`` (and ``halo``: wall seconds of the task's
+        #: own halo copies) as arrays.
         self.rows: list[tuple] = []
         self.cpu: list[float] = []
         self.running = False
@@ -319,6 +341,45 @@ class _Runner:
             if ph.exchange is not None and _is_grid(ph)
         }
         self.rounds = dict.fromkeys(self.plans, 0)
+        #: The phases whose tasks copy their own halos, and ``{phase: next phase}`` for those
+        #: whose tasks pack the next phase's messages (:meth:`batch_halos`).
+        self.fused: set[int] = set()
+        self.prepacks: dict[int, int] = {}
+        #: The grid exchanges whose messages the phase before packed already.
+        self.prepacked: set[int] = set()
+        n = len(self.local)
+        # Each grid exchange's messages, received and sent, lie in one buffer per direction,
+        # where the plan puts them.
+        #: ``{phase: (buffer, {rank: its message}, {rank: byte offset})}``.
+        self.grid_inbox: dict[int, tuple[np.ndarray, dict, dict]] = {}
+        self.grid_outbox: dict[int, tuple[np.ndarray, dict, dict]] = {}
+        for k, plan in self.plans.items():
+            for boxes, table, ranks in (
+                (self.grid_inbox, plan.recv, self.links.sources),
+                (self.grid_outbox, plan.send, list(self.links.send)),
+            ):
+                starts, total = message_layout(plan, table, self.arena, ranks, HEADER * 8)
+                buffer = np.zeros(total, dtype=np.uint8)
+                segments = {
+                    r: buffer[at : at + HEADER * 8 + plan.message_bytes(table, self.arena, r)]
+                    for r, at in starts.items()
+                }
+                boxes[k] = (buffer, segments, starts)
+        self.grid_recvs: list = []
+        # What the batches' fused halo copies share (grapeshot.model.task_halos).
+        self.ran = np.zeros(n, dtype=np.int64)
+        self.halo_ns = np.zeros(n, dtype=np.int64)
+        self.last = np.full(1, -1, dtype=np.int64)
+        self.halos = {k: self.batch_halos(k) for k in self.batched}
+        # With every phase batched no kernel ever rebinds a block's array: the arena needs no
+        # refresh, and a batch's work field holds the counts.
+        self.all_batched = len(self.batched) == len(program.phases)
+        self.work_at = None
+        named = {program.phases[k].batch.work for k in self.batched} - {None}
+        if self.all_batched and len(named) == 1:
+            w = named.pop()
+            bases = np.array([self.arena.base[w][p] for p in self.local], dtype=np.int64)
+            self.work_at = (self.arena.flat[w], bases)
         self.graph_plans: dict[int, GraphPlan] = {
             k: graph_plan(graph_targets(ph.graph, self.boxes), node_of, self.rank)
             for k, ph in enumerate(program.phases)
@@ -328,7 +389,6 @@ class _Runner:
         # Which local partitions (positions) each source rank's message completes a part of.
         self.feeds = {r: np.flatnonzero(self.links.waits_on[j]) for j, r in enumerate(self.sources)}
         self.need_template = self.links.waits_on.sum(axis=0).astype(np.int64)
-        n = len(self.local)
         self.inbox: list[dict[int, np.ndarray]] = [{} for _ in range(n)]
         self.emigrants: list[dict | None] = [None] * n
         self.values: list[float | None] = [None] * n
@@ -360,6 +420,44 @@ class _Runner:
         self.progress_at = time.perf_counter()
         self.waiting_for = "nothing yet"
 
+    def batch_halos(self, k: int) -> tuple:
+        """The ``halos`` tuple of batched phase ``k`` (:mod:`grapeshot.model.task_halos`).
+
+        With one thread, its tasks copy their own halos if the phase has a grid exchange, and
+        pack their part of the next phase's messages if that phase has one whose fields the
+        batch holds (so that they are current in the arena). With threads, tasks of one phase
+        run at once and would race on their neighbours' cells: nothing is fused.
+        """
+        n = len(self.local)
+        halos = list(no_halos(n))
+        if self.threads != 1:
+            return tuple(halos)
+        phases = self.program.phases
+        shared, header = self.arena.shared, HEADER * 8
+        where = (self.links, self.boxes, self.arena)
+        own = None
+        if k in self.plans:
+            ex = phases[k].exchange
+            starts = self.grid_inbox[k][2]
+            own = fused_halos(*where, ex.fields, ex.width, starts, header)
+        if own is not None:
+            halos[0:2] = (shared, self.ran)
+            halos[2:14] = own
+            halos[14:16] = (self.grid_inbox[k][0].view(np.float64), self.halo_ns)
+            self.fused.add(k)
+        nxt = (k + 1) % len(phases)
+        ex = phases[nxt].exchange
+        if nxt != k and nxt in self.plans and set(ex.fields) <= set(phases[k].batch.fields):
+            outbox, _, starts = self.grid_outbox[nxt]
+            packs = fused_packs(*where, ex.fields, ex.width, starts, header)
+            if packs is not None:
+                halos[0] = shared
+                halos[15] = self.halo_ns
+                halos[16:21] = packs
+                halos[21:23] = (outbox.view(np.float64), self.last)
+                self.prepacks[k] = nxt
+        return tuple(halos)
+
     # -- the run -------------------------------------------------------------------------
 
     def run(self, start_step: int, start_time: float, steps: int, on_step) -> RankResult:
@@ -389,8 +487,7 @@ class _Runner:
             for step in range(start_step, start_step + steps):
                 for k, phase in enumerate(self.program.phases):
                     self.run_phase(step, k, phase, ctx)
-                for p in self.local:
-                    self.work[p].append(int(self.program.work(self.blocks[p], self.boxes[p])))
+                self.record_work()
                 if on_step is not None:
                     on_step(step)
                 if step + 1 < start_step + steps:
@@ -424,6 +521,16 @@ class _Runner:
             self.copied_bytes,
         )
 
+    def record_work(self) -> None:
+        """Append each local partition's work count of the step just done."""
+        if self.work_at is not None:  # every count in one index (Batch.work)
+            flat, bases = self.work_at
+            for p, w in zip(self.local, flat[bases].tolist(), strict=True):
+                self.work[p].append(w)
+            return
+        for p in self.local:
+            self.work[p].append(int(self.program.work(self.blocks[p], self.boxes[p])))
+
     def run_phase(self, step: int, k: int, phase: Phase, ctx: Context) -> None:
         if phase.graph is not None:
             self.graph_round(step, k, phase)
@@ -433,7 +540,10 @@ class _Runner:
         if exchange is not None:
             t = time.perf_counter()
             if k in self.plans:
+                self.post_grid_receives(k)
                 self.send_grid(step, k)
+                if k in self.fused:
+                    self.ran[:] = 0
             else:
                 self.send_custom(step, k, exchange)
             self.halo_seconds += time.perf_counter() - t
@@ -450,12 +560,17 @@ class _Runner:
         # those each arriving message completes.
         ready = np.flatnonzero(need == 0).tolist()
         task = self.task_of(k)
+        nxt = self.prepacks.get(k)
+        if nxt is not None:  # the tasks pack the next phase's messages: free their buffer
+            self.outbox_free(nxt)
         if self.threads == 1:
             self.run_inline(task, ready, need, pending, step, k, ctx, start)
         else:
             self.run_pooled(task, ready, need, pending, step, k, ctx, start)
         if self.failure is not None:
             self.abort(self.failure)
+        if nxt is not None:
+            self.prepacked.add(nxt)
         if phase.reduce is not None:
             self.reduce(phase, k, ctx)
         if phase.migrate is not None:
@@ -469,7 +584,10 @@ class _Runner:
         """Wait for the next halo message of this round; the tasks it makes ready, and the
         seconds since the phase started."""
         self.waiting_for = f"step {step} phase {k}: halos from ranks {pending}"
-        source, raw = self.receive((step, k, HALO))
+        if k in self.plans:
+            source, raw = self.grid_arrival(step, k)
+        else:
+            source, raw = self.receive((step, k, HALO))
         pending.remove(source)
         t = time.perf_counter()
         self.take_halo(k, source, raw)
@@ -618,13 +736,23 @@ class _Runner:
             status = (arrays[f], bases[f])
         local = np.asarray(self.local, dtype=np.int64)
         boxes, blocks = self.boxes, self.blocks
+        halos = self.halos[k]
+        fused = k in self.fused
+        timed = fused or k in self.prepacks  # the tasks make copies: keep their share
+        ran, halo_ns = self.ran, self.halo_ns
 
         def task(todo: list, step: int, ctx: Context, waited: float, rows: list, thread: int):
             positions = np.asarray(todo, dtype=np.int64)
             stamps = np.zeros(positions.size + 1, dtype=np.int64)
             parts = local[positions]
             try:
-                run(arrays, bases, positions, params_of(ctx), iparams, values, stamps)
+                run(arrays, bases, positions, params_of(ctx), iparams, values, stamps, halos)
+                if not stamps.all() or (fused and not ran[positions].all()):
+                    raise RuntimeError(
+                        f"the batch of phase {name!r} must call "
+                        "grapeshot.model.task_halos.task_begins before each partition and "
+                        "batch_ends after the last"
+                    )
                 flagged = parts
                 if status is not None:
                     flagged = parts[status[0][status[1][positions]] != -1]
@@ -635,12 +763,15 @@ class _Runner:
             self.progress_at = time.perf_counter()
             if positions.size:
                 times = stamps * 1e-9 + self.stamp_offset
-                rows.append((parts, step, k, thread, times[:-1], times[1:], waited))
+                row = (parts, step, k, thread, times[:-1], times[1:], waited)
+                if timed:
+                    row = (*row, halo_ns[: positions.size] * 1e-9)
+                rows.append(row)
 
         def warm() -> None:
             """Compile (or load) ``run`` on no partition, before the clock starts."""
             none = np.zeros(0, dtype=np.int64)
-            run(arrays, bases, none, np.zeros(16), iparams, values, np.zeros(1, np.int64))
+            run(arrays, bases, none, np.zeros(16), iparams, values, np.zeros(1, np.int64), halos)
 
         task.warm = warm
         return task
@@ -657,28 +788,43 @@ class _Runner:
 
     def send_grid(self, step: int, k: int) -> None:
         plan, arena = self.plans[k], self.arena
-        for name in plan.names:
-            arena.refresh(self.blocks, name)
-        for r, indices in plan.send.items():
-            raw = self.send_buffer(step, k, r, plan.message_bytes(plan.send, arena, r))
-            body = payload(raw)
-            at = 0
+        if not self.all_batched:
             for name in plan.names:
-                flat = arena.flat[name]
-                idx = indices[name]
-                size = idx.size * flat.itemsize
-                gather(flat, idx, body[at : at + size].view(flat.dtype))
-                at += size + (-size) % 8
+                arena.refresh(self.blocks, name)
+        segments = self.grid_outbox[k][1]
+        if k in self.prepacked:  # the tasks of the phase before packed them
+            self.prepacked.discard(k)
+        else:
+            self.outbox_free(k)
+            for r, indices in plan.send.items():
+                body = payload(segments[r])
+                at = 0
+                for name in plan.names:
+                    flat = arena.flat[name]
+                    idx = indices[name]
+                    size = idx.size * flat.itemsize
+                    gather(flat, idx, body[at : at + size].view(flat.dtype))
+                    at += size + (-size) % 8
+        for r, raw in segments.items():
+            raw[: HEADER * 8].view(np.int64)[:] = (step, k, HALO, 0, 0)
             stamp(raw)
-            self.grid_sends[(k, r)] = (self.data.Isend(raw, dest=r, tag=_DATA_TAG), raw)
+            self.grid_sends[(k, r)] = (self.data.Isend(raw, dest=r, tag=_GRID_TAG + k), raw)
             self.bytes_sent += raw.nbytes
             self.messages += 1
             self.copied_bytes += raw.nbytes
         for name in plan.names:
             flat = arena.flat[name]
-            self.copy_local(flat, plan.local_src[name], plan.local_dst[name])
+            if k not in self.fused:  # else each task copies its own
+                self.copy_local(flat, plan.local_src[name], plan.local_dst[name])
             self.copied_bytes += plan.local_src[name].size * flat.itemsize
         self.rounds[k] += 1
+
+    def outbox_free(self, k: int) -> None:
+        """Wait until the last round's messages of grid exchange ``k`` have left its buffer."""
+        for r in self.grid_outbox[k][1]:
+            previous = self.grid_sends.pop((k, r), None)
+            if previous is not None:
+                previous[0].Wait()
 
     def copy_local(self, flat: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
         """:func:`copy_within`, shared out among this rank's threads.
@@ -773,17 +919,6 @@ class _Runner:
         self.halo_seconds += time.perf_counter() - t
         self.progress_at = time.perf_counter()
 
-    def send_buffer(self, step: int, k: int, r: int, nbytes: int) -> np.ndarray:
-        """The message buffer of exchange ``k`` to rank ``r``, reused round after round once
-        its last send completed (a fresh buffer of a megabyte costs page faults each time)."""
-        previous = self.grid_sends.pop((k, r), None)
-        if previous is None:
-            return new_message(step, k, HALO, 0, nbytes)
-        request, raw = previous
-        request.Wait()
-        raw[:16].view(np.int64)[:] = (step, k)
-        return raw
-
     def count_halo(self, src: int, dst: int, nbytes: int) -> None:
         self.custom_halo[(src, dst)] = self.custom_halo.get((src, dst), 0) + nbytes
         self.copied_bytes += nbytes
@@ -796,6 +931,8 @@ class _Runner:
             for part, slot, buf in decode_items(raw):
                 self.inbox[position[part]][slot] = buf
             return
+        if k in self.fused:
+            return  # its pieces are copied by the tasks they complete
         body = payload(raw)
         at = 0
         for name in plan.names:
@@ -804,7 +941,6 @@ class _Runner:
             size = idx.size * flat.itemsize
             scatter(body[at : at + size].view(flat.dtype), idx, flat)
             at += size + (-size) % 8
-        self.spare.setdefault(raw.nbytes, []).append(raw)  # nothing refers to it any more
 
     def halo_bytes(self) -> dict[tuple[int, int], int]:
         total = dict(self.custom_halo)
@@ -891,6 +1027,37 @@ class _Runner:
                 arrived[self.position[part]][slot] = buf
 
     # -- messages ------------------------------------------------------------------------
+
+    def post_grid_receives(self, k: int) -> None:
+        """Post the receives of grid exchange ``k``'s messages, each where the plan puts it.
+
+        MPI matches messages of one source and tag in the order they were sent, so these
+        receive this round's, whatever later rounds a fast neighbour has sent already.
+        """
+        segments = self.grid_inbox[k][1]
+        self.grid_recvs = [
+            self.data.Irecv(segments[r], source=r, tag=_GRID_TAG + k) for r in self.sources
+        ]
+
+    def grid_arrival(self, step: int, k: int) -> tuple[int, np.ndarray]:
+        """Wait for the next message of grid exchange ``k``; its source and its bytes."""
+        from mpi4py import MPI
+
+        t = time.perf_counter()
+        j = MPI.Request.Waitany(self.grid_recvs)
+        self.wait_seconds += time.perf_counter() - t
+        self.grid_recvs[j] = MPI.REQUEST_NULL
+        source = self.sources[j]
+        raw = self.grid_inbox[k][1][source]
+        header = read_header(raw)
+        self.message_log.append((source, raw.nbytes, (time.time_ns() - header.sent_ns) * 1e-9))
+        self.progress_at = time.perf_counter()
+        if header.round != (step, k, HALO):
+            raise RuntimeError(
+                f"grid message from rank {source} is of round {header.round}, expected "
+                f"{(step, k, HALO)}: the ranks' plans disagree"
+            )
+        return source, raw
 
     def post(self, dest: int, raw: np.ndarray) -> None:
         stamp(raw)

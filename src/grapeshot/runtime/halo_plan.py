@@ -121,10 +121,14 @@ def rank_links(boxes: list[Box], node_of: np.ndarray, rank: int) -> RankLinks:
 class Arena:
     """One flat array per grid field holding the field of every local partition.
 
-    After :meth:`adopt`, ``block[name]`` of each local partition is a view of its segment, so
+    From construction on, ``block[name]`` of each local partition is a view of its segment, so
     kernels that write the field in place keep the arena current and halos move by fancy
     indexing over the arena. A kernel that rebinds ``block[name]`` to a new array is caught by
     :meth:`refresh`, which copies the new array in and restores the view.
+
+    The float64 fields lie one after the other in one array, ``shared`` (``flat[name]`` is
+    ``shared[offset[name]:]`` up to its size), so that one index space reaches all of them: a
+    task's halo copies (:mod:`grapeshot.model.task_halos`) move every field in one loop.
     """
 
     def __init__(self, names: tuple[str, ...], parts: np.ndarray, blocks: dict[int, Block]):
@@ -133,14 +137,27 @@ class Arena:
         self.flat: dict[str, np.ndarray] = {}
         self.base: dict[str, dict[int, int]] = {}
         self.views: dict[str, dict[int, np.ndarray]] = {}
-        for name in names:
-            arrays = [np.asarray(blocks[p][name]) for p in self.parts]
+        self.offset: dict[str, int] = {}
+        columns = {name: [np.asarray(blocks[p][name]) for p in self.parts] for name in names}
+        for name, arrays in columns.items():
             dtypes = {a.dtype for a in arrays}
             if len(dtypes) != 1:
                 raise ValueError(f"grid field {name!r} has several dtypes across partitions")
+        shared_names = [n for n in names if columns[n] and columns[n][0].dtype == np.float64]
+        totals = {n: sum(a.size for a in columns[n]) for n in shared_names}
+        self.shared = np.empty(sum(totals.values()), dtype=np.float64)
+        at = 0
+        for name in shared_names:
+            self.offset[name] = at
+            at += totals[name]
+        for name, arrays in columns.items():
             sizes = np.array([a.size for a in arrays], dtype=np.int64)
             starts = np.concatenate([[0], np.cumsum(sizes)])
-            flat = np.empty(int(starts[-1]), dtype=arrays[0].dtype)
+            if name in self.offset:
+                off = self.offset[name]
+                flat = self.shared[off : off + int(starts[-1])]
+            else:
+                flat = np.empty(int(starts[-1]), dtype=arrays[0].dtype if arrays else float)
             self.flat[name] = flat
             self.base[name] = {p: int(starts[i]) for i, p in enumerate(self.parts)}
             self.views[name] = {}
@@ -249,6 +266,156 @@ def grid_plan(
             nbytes += cells * arena.flat[name].dtype.itemsize
         pair_bytes[(link.src, link.dst)] = nbytes
     return GridPlan(names, local_src, local_dst, send, recv, pair_bytes)
+
+
+def message_layout(
+    plan: GridPlan,
+    table: dict[int, dict[str, np.ndarray]],
+    arena: Arena,
+    ranks: list[int],
+    header_bytes: int,
+) -> tuple[dict[int, int], int]:
+    """Where each message of ``plan`` to or from ``ranks`` lies in one buffer.
+
+    ``table`` is ``plan.send`` or ``plan.recv``. Returns ``({rank: byte offset}, total
+    bytes)``: the messages one after the other in ``ranks`` order, each ``header_bytes`` and
+    then its payload (sizes multiples of 8).
+    """
+    starts: dict[int, int] = {}
+    at = 0
+    for r in ranks:
+        starts[r] = at
+        at += header_bytes + plan.message_bytes(table, arena, r)
+    return starts, at
+
+
+def _csr(rows: list[list]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum([len(row) for row in rows])]).astype(np.int64)
+
+
+def _cat(chunks: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(chunks).astype(np.int64) if chunks else np.zeros(0, np.int64)
+
+
+def _shared_cells(arena: Arena, boxes: list[Box], width: int):
+    """``cells(name, part, offset, ghost)``: a slab's indices in ``arena.shared``."""
+
+    def cells(name: str, part: int, offset: Offset, ghost: bool) -> np.ndarray:
+        shape = arena.views[name][part].shape
+        idx = _slab_indices(shape, boxes[part], offset, width, ghost)
+        return idx + (arena.offset[name] + arena.base[name][part])
+
+    return cells
+
+
+def _message_pieces(
+    groups: dict[int, list[Link]],
+    starts: dict[int, int],
+    header_bytes: int,
+    names: tuple[str, ...],
+    n: int,
+    piece_of,
+) -> tuple[np.ndarray, ...]:
+    """Every message of ``groups`` (``{rank: links}``) cut into one piece per link and field,
+    grouped by the local partition ``piece_of(link, name)`` names: ``(position, cells)``.
+
+    Returns ``(ptr, at, lo, hi, idx)`` (:mod:`grapeshot.model.task_halos`' layout).
+    """
+    pieces: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n)]
+    for r in sorted(groups):
+        at = (starts[r] + header_bytes) // 8  # float64 units
+        for name in names:  # a message holds each field's cells over all its links in turn
+            for link in groups[r]:
+                i, idx = piece_of(link, name)
+                pieces[i].append((at, idx))
+                at += idx.size
+    flat = [piece for row in pieces for piece in row]
+    sizes = np.array([idx.size for _, idx in flat], dtype=np.int64)
+    lo = np.concatenate([[0], np.cumsum(sizes)])[:-1].astype(np.int64)
+    at = np.array([a for a, _ in flat], dtype=np.int64)
+    return _csr(pieces), at, lo, lo + sizes, _cat([idx for _, idx in flat])
+
+
+def fused_halos(
+    links: RankLinks,
+    boxes: list[Box],
+    arena: Arena,
+    names: tuple[str, ...],
+    width: int,
+    inbox_starts: dict[int, int],
+    header_bytes: int,
+) -> tuple[np.ndarray, ...] | None:
+    """The tables by which tasks copy their own halos of one grid exchange.
+
+    Entries 2 to 13 of :mod:`grapeshot.model.task_halos`' tuple (``pair_ptr`` to ``ridx``),
+    every index into ``arena.shared``; ``inbox_starts`` is :func:`message_layout`'s for
+    ``plan.recv``. ``None`` if a field of the exchange is not float64 (not in
+    ``arena.shared``).
+    """
+    if any(name not in arena.offset for name in names):
+        return None
+    n = len(links.local_parts)
+    position = {int(p): i for i, p in enumerate(links.local_parts)}
+    cells = _shared_cells(arena, boxes, width)
+
+    src_chunks, dst_chunks, link_ptr = [], [], [0]
+    for link in links.local:
+        for name in names:
+            src_chunks.append(cells(name, link.src, link.offset, False))
+            dst_chunks.append(cells(name, link.dst, _back(link.offset), True))
+        link_ptr.append(link_ptr[-1] + sum(c.size for c in src_chunks[-len(names) :]))
+    link_src = np.array([position[link.src] for link in links.local], dtype=np.int64)
+    link_dst = np.array([position[link.dst] for link in links.local], dtype=np.int64)
+    touching: list[list[int]] = [[] for _ in range(n)]
+    for j, (a, b) in enumerate(zip(link_src.tolist(), link_dst.tolist(), strict=True)):
+        touching[a].append(j)
+        if b != a:
+            touching[b].append(j)
+
+    def landing(link: Link, name: str) -> tuple[int, np.ndarray]:
+        return position[link.dst], cells(name, link.dst, _back(link.offset), True)
+
+    return (
+        _csr(touching),
+        _cat([np.asarray(row, dtype=np.int64) for row in touching]),
+        link_src,
+        link_dst,
+        np.asarray(link_ptr, dtype=np.int64),
+        _cat(src_chunks),
+        _cat(dst_chunks),
+        *_message_pieces(links.recv, inbox_starts, header_bytes, names, n, landing),
+    )
+
+
+def fused_packs(
+    links: RankLinks,
+    boxes: list[Box],
+    arena: Arena,
+    names: tuple[str, ...],
+    width: int,
+    outbox_starts: dict[int, int],
+    header_bytes: int,
+) -> tuple[np.ndarray, ...] | None:
+    """The tables by which tasks pack their part of one grid exchange's messages.
+
+    Entries 16 to 20 of :mod:`grapeshot.model.task_halos`' tuple (``out_ptr`` to
+    ``out_idx``); ``outbox_starts`` is :func:`message_layout`'s for ``plan.send``. ``None`` if
+    a field of the exchange is not float64.
+    """
+    if any(name not in arena.offset for name in names):
+        return None
+    position = {int(p): i for i, p in enumerate(links.local_parts)}
+    cells = _shared_cells(arena, boxes, width)
+
+    def leaving(link: Link, name: str) -> tuple[int, np.ndarray]:
+        return position[link.src], cells(name, link.src, link.offset, False)
+
+    n = len(links.local_parts)
+    return _message_pieces(links.send, outbox_starts, header_bytes, names, n, leaving)
+
+
+def _back(offset: Offset) -> Offset:
+    return tuple(-x for x in offset)
 
 
 @dataclass

@@ -5,14 +5,17 @@ partition per step, the halo graph of the bytes actually packed, ``work``), so
 ``grapeshot simulate --trace run.h5`` and ``grapeshot place --workload run.h5`` read it as a
 trace, plus a ``run`` group:
 
-- ``run/tasks/{rank,part,step,phase,thread,start,end,cpu,wait}``: one row per task;
+- ``run/tasks/{rank,part,step,phase,thread,start,end,cpu,wait,halo}``: one row per task;
   ``start``/``end`` in wall seconds since the run's start; ``cpu`` the thread CPU seconds it
   used; ``wait`` the time between the task's own inputs being ready and its last neighbour's
-  halo arriving (time spent waiting on messages).
+  halo arriving (time spent waiting on messages); ``halo`` the part of ``cpu`` spent on the
+  task's own halo copies where exchanges are fused into tasks (``cost`` leaves it out).
 - ``run/ranks/{busy,idle}``: per rank, seconds (busy = task CPU time summed over threads;
   idle = threads × wall time − busy); ``run/ranks/{halo_seconds,wait_seconds,
   serial_seconds,copied_bytes}``: the main thread's time outside tasks, split into halo
-  copies, waiting and the runtime's bookkeeping, and the bytes the copies moved.
+  copies, waiting and the runtime's bookkeeping, and the bytes the copies moved (those the
+  tasks made too); ``run/ranks/task_halo_seconds``: the part of busy tasks spent on their own
+  halo copies.
 - ``run/network/{bytes,seconds}`` (runs on two ranks or more): one-way time of messages of
   8 B to 2 MiB between rank 0 and every other rank, measured by a ping-pong after the run.
 - ``run/messages/{src,dst,bytes,seconds}``: one row per inter-rank MPI message (the runtime
@@ -44,7 +47,9 @@ def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
     n = program.n_parts
     t = outcome.tasks
     cost = np.zeros((steps, n))
-    np.add.at(cost, (t["step"], t["part"]), t["cpu"])
+    # A task's own halo copies (fused exchanges) are the runtime's work, not the kernel's.
+    kernel = t["cpu"] - t["halo"] if "halo" in t else t["cpu"]
+    np.add.at(cost, (t["step"], t["part"]), kernel)
     pairs = sorted(outcome.halo_bytes)
     src = np.array([p[0] for p in pairs], dtype=np.int64)
     dst = np.array([p[1] for p in pairs], dtype=np.int64)
@@ -66,6 +71,7 @@ def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
 #: Per-rank datasets under ``run/ranks`` (the summary's lists of the same names).
 RANK_COLUMNS = (
     "busy", "idle", "halo_seconds", "wait_seconds", "serial_seconds", "copied_bytes",
+    "task_halo_seconds",
 )  # fmt: skip
 
 

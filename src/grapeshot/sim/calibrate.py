@@ -228,7 +228,8 @@ def calibration_from_record(path: str) -> Calibration:
       measured kernel seconds in that step (``cost``), so the fitted scale converts the
       app's work units to seconds and the overhead is per partition per step.
     - **Runtime**: the bytes its halo copies moved over the seconds they took
-      (``run/ranks/copied_bytes`` / ``halo_seconds``), and its bookkeeping
+      (``run/ranks/copied_bytes`` / ``halo_seconds`` plus ``run/tasks/halo``, the copies
+      tasks made themselves), and its bookkeeping
       (``run/ranks/serial_seconds``) per partition per step.
 
     Errors name the file and the dataset.
@@ -264,6 +265,8 @@ def calibration_from_record(path: str) -> Calibration:
         if ranks is not None and "copied_bytes" in ranks:
             copied = float(ranks["copied_bytes"][()].sum())
             halo = float(ranks["halo_seconds"][()].sum())
+            if "run/tasks/halo" in f:  # the copies tasks made themselves (fused exchanges)
+                halo += float(f["run/tasks/halo"][()].sum())
             serial = float(ranks["serial_seconds"][()].sum())
     # One-way times come from two ranks' system clocks; between nodes whose clocks drift
     # apart a message can appear to arrive before it left. Those carry no information.
