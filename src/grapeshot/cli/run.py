@@ -177,6 +177,15 @@ def run_command(
             "default), lp, rsn, rsnh, drsn, nbx, alltoallv or neighbor (docs/exchange.md).",
         ),
     ] = "ac",
+    shm: Annotated[
+        bool,
+        typer.Option(
+            "--shm/--no-shm",
+            help="Ranks of one node write their halo messages straight into each other's "
+            "memory (an MPI-3 shared-memory window; the default); --no-shm sends every "
+            "message through MPI, as between nodes (docs/runtime.md).",
+        ),
+    ] = True,
     migrate_at: Annotated[
         int | None,
         typer.Option(
@@ -283,6 +292,7 @@ def run_command(
                     executor=executor,
                     reduction=reduction,
                     exchange=exchange,
+                    shm=shm,
                     migrate_at=migrate_at,
                     timeout=timeout,
                     on_step=(lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None,

@@ -116,6 +116,7 @@ def run_program(
     on_migrate=None,
     dynamic=None,
     exchange: str = "ac",
+    shm: bool = True,
 ) -> RunOutcome | None:
     """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
 
@@ -142,6 +143,10 @@ def run_program(
     exchange
         With the task executor: how migrating particles travel between ranks, ``"ac"`` (the
         runtime's own post-and-receive) or a schedule of :mod:`grapeshot.exchange`.
+    shm
+        With the task executor: ranks of one node write their grid halo messages straight
+        into each other's inboxes (a shared-memory window); ``False`` sends them all
+        through MPI (:mod:`grapeshot.runtime.mailboxes`).
     """
     size, rank = comm.Get_size(), comm.Get_rank()
     from grapeshot.exchange.schedules import ALGORITHMS as EXCHANGES
@@ -198,6 +203,7 @@ def run_program(
             comm=comm, threads=threads, reduction=reduction, timeout=timeout, on_step=on_step
         )
         kwargs["exchange"] = exchange
+        kwargs["shm"] = shm
         if dynamic is not None:
             results, final_node_of, migrated_bytes, seg_starts = _run_dynamic(
                 program, node_of, steps, dynamic, comm, size, on_migrate, kwargs

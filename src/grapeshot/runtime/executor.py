@@ -63,6 +63,7 @@ from grapeshot.model.program import (
     neighbour_offsets,
 )
 from grapeshot.model.task_halos import no_halos
+from grapeshot.runtime.batch_checks import batch_verdict
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.halo_plan import (
     Arena,
@@ -72,9 +73,9 @@ from grapeshot.runtime.halo_plan import (
     fused_packs,
     graph_plan,
     grid_plan,
-    message_layout,
     rank_links,
 )
+from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import (
     GRAPH,
@@ -237,6 +238,7 @@ def run_tasks(
     start_step: int = 0,
     start_time: float = 0.0,
     on_step: Callable[[int], None] | None = None,
+    shm: bool = True,
 ) -> RankResult:
     """Run ``steps`` steps of ``program`` on the ranks of ``comm``.
 
@@ -266,12 +268,16 @@ def run_tasks(
     on_step
         Called on every rank with the step number when this rank's partitions are all done
         with it (progress reporting).
+    shm
+        Whether ranks of one node write their grid messages straight into each other's
+        inboxes, in a shared-memory window (:mod:`grapeshot.runtime.mailboxes`); ``False``
+        sends every message through MPI, as between nodes.
     """
     data = comm.Dup()
     coll = comm.Dup()
     try:
         runner = _Runner(
-            program, np.asarray(node_of), data, coll, threads, reduction, timeout, blocks
+            program, np.asarray(node_of), data, coll, threads, reduction, timeout, blocks, shm
         )
         runner.exchange = exchange
         return runner.run(start_step, start_time, steps, on_step)
@@ -284,7 +290,7 @@ class _Runner:
     #: How migrants travel (``run_tasks(exchange=...)``).
     exchange = "ac"
 
-    def __init__(self, program, node_of, data, coll, threads, reduction, timeout, blocks):
+    def __init__(self, program, node_of, data, coll, threads, reduction, timeout, blocks, shm):
         self.program = program
         self.data, self.coll = data, coll
         self.rank = data.Get_rank()
@@ -348,24 +354,11 @@ class _Runner:
         #: The grid exchanges whose messages the phase before packed already.
         self.prepacked: set[int] = set()
         n = len(self.local)
-        # Each grid exchange's messages, received and sent, lie in one buffer per direction,
-        # where the plan puts them.
-        #: ``{phase: (buffer, {rank: its message}, {rank: byte offset})}``.
-        self.grid_inbox: dict[int, tuple[np.ndarray, dict, dict]] = {}
-        self.grid_outbox: dict[int, tuple[np.ndarray, dict, dict]] = {}
-        for k, plan in self.plans.items():
-            for boxes, table, ranks in (
-                (self.grid_inbox, plan.recv, self.links.sources),
-                (self.grid_outbox, plan.send, list(self.links.send)),
-            ):
-                starts, total = message_layout(plan, table, self.arena, ranks, HEADER * 8)
-                buffer = np.zeros(total, dtype=np.uint8)
-                segments = {
-                    r: buffer[at : at + HEADER * 8 + plan.message_bytes(table, self.arena, r)]
-                    for r, at in starts.items()
-                }
-                boxes[k] = (buffer, segments, starts)
+        #: Where grid messages live; between ranks of a node, one shared-memory window.
+        self.mail = Mailboxes(data, self.plans, self.arena, self.links, HEADER * 8, shared=shm)
         self.grid_recvs: list = []
+        self.nothing = np.zeros(0, dtype=np.uint8)  # the payload of news through the window
+        self.start_step = 0
         # What the batches' fused halo copies share (grapeshot.model.task_halos).
         self.ran = np.zeros(n, dtype=np.int64)
         self.halo_ns = np.zeros(n, dtype=np.int64)
@@ -420,8 +413,9 @@ class _Runner:
         self.progress_at = time.perf_counter()
         self.waiting_for = "nothing yet"
 
-    def batch_halos(self, k: int) -> tuple:
-        """The ``halos`` tuple of batched phase ``k`` (:mod:`grapeshot.model.task_halos`).
+    def batch_halos(self, k: int) -> tuple[tuple, tuple]:
+        """The ``halos`` tuples of batched phase ``k`` on even and odd rounds
+        (:mod:`grapeshot.model.task_halos`; the mailboxes alternate between rounds).
 
         With one thread, its tasks copy their own halos if the phase has a grid exchange, and
         pack their part of the next phase's messages if that phase has one whose fields the
@@ -429,34 +423,41 @@ class _Runner:
         run at once and would race on their neighbours' cells: nothing is fused.
         """
         n = len(self.local)
-        halos = list(no_halos(n))
         if self.threads != 1:
-            return tuple(halos)
+            return no_halos(n), no_halos(n)
         phases = self.program.phases
-        shared, header = self.arena.shared, HEADER * 8
+        header, mail = HEADER * 8, self.mail
         where = (self.links, self.boxes, self.arena)
-        own = None
-        if k in self.plans:
-            ex = phases[k].exchange
-            starts = self.grid_inbox[k][2]
-            own = fused_halos(*where, ex.fields, ex.width, starts, header)
-        if own is not None:
-            halos[0:2] = (shared, self.ran)
-            halos[2:14] = own
-            halos[14:16] = (self.grid_inbox[k][0].view(np.float64), self.halo_ns)
-            self.fused.add(k)
         nxt = (k + 1) % len(phases)
-        ex = phases[nxt].exchange
-        if nxt != k and nxt in self.plans and set(ex.fields) <= set(phases[k].batch.fields):
-            outbox, _, starts = self.grid_outbox[nxt]
-            packs = fused_packs(*where, ex.fields, ex.width, starts, header)
+        ex, nxt_ex = phases[k].exchange, phases[nxt].exchange
+        own = packs = None
+        if k in self.plans:
+            own = fused_halos(*where, ex.fields, ex.width, mail.in_starts[k], header)
+        if nxt != k and nxt in self.plans and set(nxt_ex.fields) <= set(phases[k].batch.fields):
+            # Round n of phase k comes before round n of a later phase and before round n + 1
+            # of phase 0.
+            later = [
+                fused_packs(*where, nxt_ex.fields, nxt_ex.width, starts, header)
+                for starts in (mail.outgoing_starts(nxt, parity) for parity in (0, 1))
+            ]
+            if later[0] is not None:
+                packs = later if nxt > k else later[::-1]
+        result = []
+        for parity in (0, 1):
+            halos = list(no_halos(n))
+            if own is not None:
+                halos[0:2] = (self.arena.shared, self.ran)
+                halos[2:14] = own
+                halos[14:16] = (mail.inbox(k, parity).view(np.float64), self.halo_ns)
+                self.fused.add(k)
             if packs is not None:
-                halos[0] = shared
+                halos[0] = self.arena.shared
                 halos[15] = self.halo_ns
-                halos[16:21] = packs
-                halos[21:23] = (outbox.view(np.float64), self.last)
+                halos[16:21] = packs[parity]
+                halos[21:23] = (mail.space.view(np.float64), self.last)
                 self.prepacks[k] = nxt
-        return tuple(halos)
+            result.append(tuple(halos))
+        return result[0], result[1]
 
     # -- the run -------------------------------------------------------------------------
 
@@ -469,6 +470,7 @@ class _Runner:
             copy_within(flat[:0].copy(), none, none)
         for k in self.batched:  # and the batches, on no partition
             self.task_of(k).warm()
+        self.start_step = start_step
         self.data.Barrier()
         self.t0 = time.perf_counter()
         # Batches stamp tasks on CLOCK_MONOTONIC, perf_counter's clock on Linux; the offset
@@ -500,6 +502,7 @@ class _Runner:
                 t.join()
             stop.set()
         wall = time.perf_counter() - self.t0
+        self.mail.close()
         main_tasks = float(sum(np.sum(row[5] - row[4]) for row in self.clocks[0].rows))
         return RankResult(
             self.rank,
@@ -540,7 +543,7 @@ class _Runner:
         if exchange is not None:
             t = time.perf_counter()
             if k in self.plans:
-                self.post_grid_receives(k)
+                self.post_grid_receives(step, k)
                 self.send_grid(step, k)
                 if k in self.fused:
                     self.ran[:] = 0
@@ -558,7 +561,7 @@ class _Runner:
                 self.arena.refresh(self.blocks, name)
         # FIFO: the partitions with all their halos at hand first, in partition order, then
         # those each arriving message completes.
-        ready = np.flatnonzero(need == 0).tolist()
+        ready = np.flatnonzero(need == 0)
         task = self.task_of(k)
         nxt = self.prepacks.get(k)
         if nxt is not None:  # the tasks pack the next phase's messages: free their buffer
@@ -594,7 +597,7 @@ class _Runner:
         self.halo_seconds += time.perf_counter() - t
         feeds = self.feeds[source]
         need[feeds] -= 1
-        return feeds[need[feeds] == 0].tolist(), t - self.t0 - start
+        return feeds[need[feeds] == 0], t - self.t0 - start
 
     def run_inline(self, task, ready, need, pending, step, k, ctx, start) -> None:
         """One thread: run the ready tasks, then wait for the next message, until done."""
@@ -730,40 +733,41 @@ class _Runner:
         check = self.program.check_block
         # Where each partition's status word is, if the batch keeps one: only the partitions
         # it flags need a check_block call.
-        status = None
+        status = (np.zeros(0, dtype=np.int64), np.zeros(len(self.local), dtype=np.int64))
         if batch.status is not None:
             f = batch.fields.index(batch.status)
             status = (arrays[f], bases[f])
         local = np.asarray(self.local, dtype=np.int64)
         boxes, blocks = self.boxes, self.blocks
-        halos = self.halos[k]
+        by_parity = self.halos[k]
         fused = k in self.fused
         timed = fused or k in self.prepacks  # the tasks make copies: keep their share
         ran, halo_ns = self.ran, self.halo_ns
+        params = [None, None]  # (context, its params): one step's calls share them
 
-        def task(todo: list, step: int, ctx: Context, waited: float, rows: list, thread: int):
+        def task(todo, step: int, ctx: Context, waited: float, rows: list, thread: int):
             positions = np.asarray(todo, dtype=np.int64)
             stamps = np.zeros(positions.size + 1, dtype=np.int64)
-            parts = local[positions]
+            halos = by_parity[(step - self.start_step) % 2]
             try:
-                run(arrays, bases, positions, params_of(ctx), iparams, values, stamps, halos)
-                if not stamps.all() or (fused and not ran[positions].all()):
+                if params[0] is not ctx:
+                    params[:] = (ctx, params_of(ctx))
+                run(arrays, bases, positions, params[1], iparams, values, stamps, halos)
+                ok, flagged = batch_verdict(positions, stamps, ran, fused, *status)
+                if not ok:
                     raise RuntimeError(
                         f"the batch of phase {name!r} must call "
                         "grapeshot.model.task_halos.task_begins before each partition and "
                         "batch_ends after the last"
                     )
-                flagged = parts
-                if status is not None:
-                    flagged = parts[status[0][status[1][positions]] != -1]
-                for p in flagged.tolist():
+                for p in local[flagged].tolist():
                     check(blocks[p], boxes[p], ctx, name)
             except BaseException as exc:  # the main thread reports it and aborts the run
-                self.fail(int(parts[0]) if parts.size else -1, step, name, exc)
+                self.fail(int(local[positions[0]]) if positions.size else -1, step, name, exc)
             self.progress_at = time.perf_counter()
             if positions.size:
                 times = stamps * 1e-9 + self.stamp_offset
-                row = (parts, step, k, thread, times[:-1], times[1:], waited)
+                row = (local[positions], step, k, thread, times[:-1], times[1:], waited)
                 if timed:
                     row = (*row, halo_ns[: positions.size] * 1e-9)
                 rows.append(row)
@@ -771,7 +775,8 @@ class _Runner:
         def warm() -> None:
             """Compile (or load) ``run`` on no partition, before the clock starts."""
             none = np.zeros(0, dtype=np.int64)
-            run(arrays, bases, none, np.zeros(16), iparams, values, np.zeros(1, np.int64), halos)
+            stamps = np.zeros(1, np.int64)
+            run(arrays, bases, none, np.zeros(16), iparams, values, stamps, by_parity[0])
 
         task.warm = warm
         return task
@@ -787,11 +792,12 @@ class _Runner:
     # -- halos ---------------------------------------------------------------------------
 
     def send_grid(self, step: int, k: int) -> None:
-        plan, arena = self.plans[k], self.arena
+        plan, arena, mail = self.plans[k], self.arena, self.mail
         if not self.all_batched:
             for name in plan.names:
                 arena.refresh(self.blocks, name)
-        segments = self.grid_outbox[k][1]
+        parity = (step - self.start_step) % 2
+        segments = {r: mail.outgoing(k, parity, r) for r in plan.send}
         if k in self.prepacked:  # the tasks of the phase before packed them
             self.prepacked.discard(k)
         else:
@@ -805,10 +811,13 @@ class _Runner:
                     size = idx.size * flat.itemsize
                     gather(flat, idx, body[at : at + size].view(flat.dtype))
                     at += size + (-size) % 8
-        for r, raw in segments.items():
+        for raw in segments.values():
             raw[: HEADER * 8].view(np.int64)[:] = (step, k, HALO, 0, 0)
             stamp(raw)
-            self.grid_sends[(k, r)] = (self.data.Isend(raw, dest=r, tag=_GRID_TAG + k), raw)
+        mail.sync()  # the writes into node neighbours' inboxes before the news of them
+        for r, raw in segments.items():
+            body = self.nothing if r in mail.shared_peers else raw
+            self.grid_sends[(k, r)] = (self.data.Isend(body, dest=r, tag=_GRID_TAG + k), raw)
             self.bytes_sent += raw.nbytes
             self.messages += 1
             self.copied_bytes += raw.nbytes
@@ -820,8 +829,8 @@ class _Runner:
         self.rounds[k] += 1
 
     def outbox_free(self, k: int) -> None:
-        """Wait until the last round's messages of grid exchange ``k`` have left its buffer."""
-        for r in self.grid_outbox[k][1]:
+        """Wait until the last round's messages of grid exchange ``k`` have left."""
+        for r in self.plans[k].send:
             previous = self.grid_sends.pop((k, r), None)
             if previous is not None:
                 previous[0].Wait()
@@ -1028,15 +1037,22 @@ class _Runner:
 
     # -- messages ------------------------------------------------------------------------
 
-    def post_grid_receives(self, k: int) -> None:
-        """Post the receives of grid exchange ``k``'s messages, each where the plan puts it.
+    def post_grid_receives(self, step: int, k: int) -> None:
+        """Post the receives of grid exchange ``k``'s messages, each where the plan puts it
+        (from a node neighbour, only the news: its message is in the inbox already then).
 
         MPI matches messages of one source and tag in the order they were sent, so these
         receive this round's, whatever later rounds a fast neighbour has sent already.
         """
-        segments = self.grid_inbox[k][1]
+        parity = (step - self.start_step) % 2
+        mail = self.mail
         self.grid_recvs = [
-            self.data.Irecv(segments[r], source=r, tag=_GRID_TAG + k) for r in self.sources
+            self.data.Irecv(
+                self.nothing if r in mail.shared_peers else mail.received(k, parity, r),
+                source=r,
+                tag=_GRID_TAG + k,
+            )
+            for r in self.sources
         ]
 
     def grid_arrival(self, step: int, k: int) -> tuple[int, np.ndarray]:
@@ -1048,7 +1064,9 @@ class _Runner:
         self.wait_seconds += time.perf_counter() - t
         self.grid_recvs[j] = MPI.REQUEST_NULL
         source = self.sources[j]
-        raw = self.grid_inbox[k][1][source]
+        if source in self.mail.shared_peers:
+            self.mail.sync()
+        raw = self.mail.received(k, (step - self.start_step) % 2, source)
         header = read_header(raw)
         self.message_log.append((source, raw.nbytes, (time.time_ns() - header.sent_ns) * 1e-9))
         self.progress_at = time.perf_counter()

@@ -1,0 +1,175 @@
+"""Where the grid halo messages of one rank live: its inboxes and outboxes, planned once.
+
+Every grid exchange (phase ``k``) has, on each rank, two inboxes used on alternate rounds
+(round ``n`` of the phase reads inbox ``n % 2``) holding one message from each source rank at
+a place fixed by the plan (:func:`~grapeshot.runtime.halo_plan.message_layout`), and an
+outbox for the messages to other ranks. Two inboxes let a neighbour that is a phase ahead
+write round ``n + 1`` while this rank still reads round ``n``: a rank writes round ``n`` of
+phase ``k`` only after finishing round ``n - 1`` of it, which needed this rank's round ``n - 1``
+message, sent only once this rank was done reading round ``n - 2``.
+
+All of it lies in one region per rank. Between the ranks of one node the regions are an MPI-3
+shared-memory window (``MPI_Win_allocate_shared``): a rank writes its messages to a node
+neighbour straight into that neighbour's inbox, and the MPI message that follows carries no
+payload, only the news (a memory barrier, ``MPI_Win_sync``, on both sides orders the writes
+before it). No rank then copies a message from another process's memory: the sender's gather
+(or its tasks' packing) is the only copy. Messages to other nodes travel as MPI messages out
+of the outbox into the receiver's inbox.
+
+:class:`Mailboxes` gives every byte it holds as offsets into one array, ``space`` (the node's
+whole window, or this rank's region alone), so that compiled tasks can pack into any
+neighbour's inbox through one table (:mod:`grapeshot.model.task_halos`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from grapeshot.runtime.halo_plan import Arena, GridPlan, RankLinks, message_layout
+
+#: Regions start on cache lines, so that two ranks never write one line.
+_ALIGN = 64
+
+
+def _aligned(n: int) -> int:
+    return n + (-n) % _ALIGN
+
+
+class Mailboxes:
+    """The inboxes and outboxes of one rank's grid exchanges (see the module docstring).
+
+    Parameters
+    ----------
+    comm
+        The runtime's data communicator (collective: every rank builds its own at once).
+    plans
+        ``{phase: GridPlan}`` of this rank.
+    arena, links
+        The rank's arena and links (message sizes and partners).
+    header_bytes
+        Bytes of a message's header before its payload.
+    shared
+        Whether ranks of one node share their regions (``False``: every message is an MPI
+        message, as between nodes).
+    """
+
+    def __init__(
+        self,
+        comm,
+        plans: dict[int, GridPlan],
+        arena: Arena,
+        links: RankLinks,
+        header_bytes: int,
+        shared: bool = True,
+    ) -> None:
+        self.rank = comm.Get_rank()
+        self.header = header_bytes
+        self.win = self.node = None
+        self.shared_peers: set[int] = set()
+        if shared and comm.Get_size() > 1:
+            from mpi4py import MPI
+
+            self.node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+            self.shared_peers = set(self.node.allgather(self.rank)) - {self.rank}
+        #: ``{rank: {phase: payload bytes}}`` of the messages from and to each partner.
+        self.size_in = {r: {k: p.message_bytes(p.recv, arena, r) for k, p in plans.items()}
+                        for r in links.sources}  # fmt: skip
+        self.size_out = {r: {k: p.message_bytes(p.send, arena, r) for k, p in plans.items()}
+                         for r in links.send}  # fmt: skip
+        # This rank's region: per phase, inbox 0, inbox 1, then the outbox for other nodes.
+        offnode = [r for r in links.send if r not in self.shared_peers]
+        self.in_starts: dict[int, dict[int, int]] = {}
+        self.in_total: dict[int, int] = {}
+        self.out_starts: dict[int, dict[int, int]] = {}
+        self.layout: dict[int, tuple[int, int]] = {}  # phase -> (inbox 0, outbox) offsets
+        at = 0
+        for k, plan in sorted(plans.items()):
+            starts, total = message_layout(plan, plan.recv, arena, links.sources, header_bytes)
+            out, out_total = message_layout(plan, plan.send, arena, offnode, header_bytes)
+            total = _aligned(total)
+            self.in_starts[k], self.in_total[k], self.out_starts[k] = starts, total, out
+            self.layout[k] = (at, at + 2 * total)
+            at += 2 * total + _aligned(out_total)
+        self.space, self.mine = self._allocate(max(at, _ALIGN))
+        # Where this rank's messages go in ``space``: node neighbours' inboxes, or its outbox.
+        self.dest: dict[tuple[int, int, int], int] = {}
+        for k in plans:
+            outbox = self.mine + self.layout[k][1]
+            for r in offnode:
+                for parity in (0, 1):
+                    self.dest[(k, parity, r)] = outbox + self.out_starts[k][r]
+        if self.shared_peers:
+            mine = {
+                k: (self.mine + self.layout[k][0], self.in_total[k], self.in_starts[k])
+                for k in plans
+            }
+            for peer, boxes, sizes in self.node.allgather((self.rank, mine, self.size_in)):
+                if peer not in self.shared_peers or peer not in links.send:
+                    continue
+                for k, (start, total, starts) in boxes.items():
+                    if sizes[self.rank][k] != self.size_out[peer][k]:
+                        raise RuntimeError(
+                            f"rank {self.rank} and rank {peer} disagree on the size of their "
+                            f"phase {k} message: {self.size_out[peer][k]} vs "
+                            f"{sizes[self.rank][k]} B"
+                        )
+                    for parity in (0, 1):
+                        self.dest[(k, parity, peer)] = start + parity * total + starts[self.rank]
+
+    def _allocate(self, nbytes: int) -> tuple[np.ndarray, int]:
+        """``(space, where this rank's region starts in it)``."""
+        if not self.shared_peers:
+            return np.zeros(nbytes, dtype=np.uint8), 0
+        from mpi4py import MPI
+
+        self.win = MPI.Win.Allocate_shared(nbytes, 1, comm=self.node)
+        self.win.Lock_all(MPI.MODE_NOCHECK)
+        spans = [self.win.Shared_query(r)[0] for r in range(self.node.Get_size())]
+        bases = [s.address for s in spans]
+        ends = [s.address + len(s) for s in spans]
+        # The standard lays a shared window's regions out one after the other; a view of the
+        # whole node's window needs it.
+        contiguous = all(bases[i + 1] >= ends[i] for i in range(len(bases) - 1))
+        if not self.node.allreduce(contiguous, op=MPI.LAND):
+            raise RuntimeError("the node's shared-memory window is not contiguous")
+        span = ends[-1] - bases[0]
+        space = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(bases[0]))
+        return space, bases[self.node.Get_rank()] - bases[0]
+
+    def inbox(self, k: int, parity: int) -> np.ndarray:
+        """Inbox ``parity`` of phase ``k`` (uint8; messages at :attr:`in_starts`)."""
+        start = self.mine + self.layout[k][0] + parity * self.in_total[k]
+        return self.space[start : start + self.in_total[k]]
+
+    def received(self, k: int, parity: int, source: int) -> np.ndarray:
+        """The message from ``source`` in inbox ``parity`` of phase ``k`` (header, payload)."""
+        start = self.in_starts[k][source]
+        return self.inbox(k, parity)[start : start + self.header + self.size_in[source][k]]
+
+    def outgoing(self, k: int, parity: int, dest: int) -> np.ndarray:
+        """Where this rank writes its phase ``k`` message of round parity ``parity`` to
+        ``dest`` (uint8, header and payload)."""
+        start = self.dest[(k, parity, dest)]
+        return self.space[start : start + self.header + self.size_out[dest][k]]
+
+    def outgoing_starts(self, k: int, parity: int) -> dict[int, int]:
+        """``{dest: byte offset in space}`` of phase ``k``'s messages of parity ``parity``."""
+        return {r: at for (kk, p, r), at in self.dest.items() if kk == k and p == parity}
+
+    def sync(self) -> None:
+        """A memory barrier on the window: before telling, after hearing."""
+        if self.win is not None:
+            self.win.Sync()
+
+    def close(self) -> None:
+        """Free the window (collective on the node); :attr:`space` is gone after."""
+        if self.win is not None:
+            self.space = np.zeros(0, dtype=np.uint8)
+            self.win.Unlock_all()
+            self.win.Free()
+            self.win = None
+        if self.node is not None:
+            self.node.Free()
+            self.node = None
