@@ -32,15 +32,22 @@ def make(app: str, scene: str, parts, cells):
     return get_app(app).make_program(scene, parts, cells=cells)
 
 
-#: Besides every case on two threads, the batched app on one thread per rank, where its
-#: tasks copy their own halos and pack the next phase's messages (fused exchanges).
+#: Besides every case on two threads (its grid messages all through MPI), the batched app on
+#: one thread per rank, where its tasks copy their own halos and pack the next phase's
+#: messages (fused exchanges), with the messages between ranks written into each other's
+#: inboxes through a shared-memory window and through MPI.
 FUSED = ("swe",)
+
+
+def configurations(app: str) -> list[tuple[int, bool]]:
+    """``(threads, shm)`` runs of ``app``."""
+    return [(2, False), *([(1, True), (1, False)] if app in FUSED else [])]
 
 
 def main() -> None:
     comm = MPI.COMM_WORLD
     for app, scene, parts, cells in CASES:
-        for threads in (2, 1) if app in FUSED else (2,):
+        for threads, shm in configurations(app):
             for strategy, migrate in itertools.product(
                 ("geometric", "birdshot"), (None, STEPS // 2)
             ):
@@ -51,6 +58,7 @@ def main() -> None:
                     seed=3,
                     comm=comm,
                     threads=threads,
+                    shm=shm,
                     migrate_at=migrate,
                     timeout=60.0,
                 )
@@ -61,6 +69,7 @@ def main() -> None:
                             {
                                 "app": app,
                                 "threads": threads,
+                                "shm": shm,
                                 "strategy": strategy,
                                 "migrate": migrate,
                                 "executor": s["executor"],

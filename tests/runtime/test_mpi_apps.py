@@ -9,7 +9,7 @@ import pytest
 
 from grapeshot.runtime.serial import run_serial
 from tests.mpi_harness import run_mpi
-from tests.runtime.mpi_apps import CASES, FUSED, STEPS, make
+from tests.runtime.mpi_apps import CASES, FUSED, STEPS, configurations, make
 
 pytestmark = pytest.mark.mpi
 
@@ -27,7 +27,7 @@ def serial_digests() -> dict[str, tuple[str, list[int]]]:
 def test_apps_on_ranks_equal_serial(ranks, serial_digests) -> None:
     proc = run_mpi(ranks, ["-m", "tests.runtime.mpi_apps"], timeout=400)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == (len(CASES) + len(FUSED)) * 4
+    assert len(rows) == sum(len(configurations(app)) for app, *_ in CASES) * 4
     for row in rows:
         digest, work = serial_digests[row["app"]]
         assert row["digest"] == digest, row

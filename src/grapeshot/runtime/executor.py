@@ -24,10 +24,15 @@ one compiled call that stamps every task's start, so no Python runs between its 
 thread per rank, a batched grid exchange is *fused* into the tasks: the rank sends its messages
 but copies no halo itself; each task, right before its kernel, copies its own halos — with the
 rank's other partitions, both ways with every neighbour that has not run yet (whose cells still
-hold what this phase must see), and out of the arrived messages into its ghost cells
+hold what this phase must see), and out of the arrived messages into its ghost cells — and,
+right after its kernel, packs its part of the next phase's messages
 (:mod:`grapeshot.model.task_halos`). The copies then happen in the task, on the data its kernel
-is about to read, and count as its work. Grid messages land where the plan puts them: each
-phase's receives are posted before its sends, into one buffer per phase.
+is about to read or has just written, and count as its work.
+
+Grid messages land where the plan puts them (:mod:`grapeshot.runtime.mailboxes`): each
+phase's receives are posted before its sends, into one of two inboxes used on alternate
+rounds; between ranks of one node the inboxes are a shared-memory window that the sender
+writes straight into, and the MPI message carries only the news.
 
 Tasks run on the calling (main) thread and, with ``threads > 1``, on ``threads - 1`` worker
 threads that take them (or runs of them, for batches) from the same FIFO queue; kernels and
@@ -364,9 +369,12 @@ class _Runner:
         self.halo_ns = np.zeros(n, dtype=np.int64)
         self.last = np.full(1, -1, dtype=np.int64)
         self.halos = {k: self.batch_halos(k) for k in self.batched}
-        # With every phase batched no kernel ever rebinds a block's array: the arena needs no
-        # refresh, and a batch's work field holds the counts.
-        self.all_batched = len(self.batched) == len(program.phases)
+        # With every phase batched (and no graph exchange unpacking into blocks) nothing ever
+        # rebinds a block's array: the arena needs no refresh, and a batch's work field holds
+        # the counts.
+        self.all_batched = len(self.batched) == len(program.phases) and all(
+            ph.graph is None for ph in program.phases
+        )
         self.work_at = None
         named = {program.phases[k].batch.work for k in self.batched} - {None}
         if self.all_batched and len(named) == 1:
@@ -433,7 +441,14 @@ class _Runner:
         own = packs = None
         if k in self.plans:
             own = fused_halos(*where, ex.fields, ex.width, mail.in_starts[k], header)
-        if nxt != k and nxt in self.plans and set(nxt_ex.fields) <= set(phases[k].batch.fields):
+        # Packed early only if nothing touches those fields between this phase's kernels and
+        # the next phase's send (a graph exchange unpacks into blocks first).
+        if (
+            nxt != k
+            and nxt in self.plans
+            and phases[nxt].graph is None
+            and set(nxt_ex.fields) <= set(phases[k].batch.fields)
+        ):
             # Round n of phase k comes before round n of a later phase and before round n + 1
             # of phase 0.
             later = [
