@@ -3,7 +3,9 @@
 Every message starts with :data:`HEADER` int64 words: the round it belongs to (step, phase,
 kind), the system-clock nanoseconds when it was sent (what the simulator's network is
 calibrated on) and the number of items. A *grid* message (a planned halo exchange) carries
-after the header only the gathered cells, in the order both ends derive from the plan. An
+after the header only the gathered cells, in the order both ends derive from the plan (between
+ranks of one node, header and cells are written straight into the receiver's inbox and the
+MPI message itself is empty: :mod:`grapeshot.runtime.mailboxes`). An
 *item* message (custom packers, emigrants, graph exchanges) carries a table of ``n_items`` rows of
 :data:`ITEM` words ``(part, slot, dtype, ndim, shape[4])`` and then each item's raw bytes
 padded to 8, so an item keeps its dtype and shape (for a graph exchange, ``part`` is the
