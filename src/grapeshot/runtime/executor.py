@@ -598,12 +598,18 @@ class _Runner:
             # Its receives count as waiting already.
             self.halo_seconds += time.perf_counter() - t - (self.wait_seconds - wait)
 
-    def arrival(self, k: int, step: int, need: np.ndarray, pending: list[int], start: float):
+    def arrival(
+        self, k: int, step: int, need: np.ndarray, pending: list[int], start: float, block=True
+    ):
         """Wait for the next halo message of this round; the tasks it makes ready, and the
-        seconds since the phase started."""
+        seconds since the phase started (``block=False``, grid exchanges only: ``None`` if
+        no message is in yet)."""
         self.waiting_for = f"step {step} phase {k}: halos from ranks {pending}"
         if k in self.plans:
-            source, raw = self.grid_arrival(step, k)
+            got = self.grid_arrival(step, k, block)
+            if got is None:
+                return None
+            source, raw = got
         else:
             source, raw = self.receive((step, k, HALO))
         pending.remove(source)
@@ -620,6 +626,12 @@ class _Runner:
         rows = clock.rows
         waited = 0.0
         while True:
+            # Grid messages in already join this call: one compiled call less per message.
+            while pending and k in self.plans:
+                got = self.arrival(k, step, need, pending, start, block=False)
+                if got is None:
+                    break
+                ready = np.concatenate([ready, got[0]])
             clock.start()
             task(ready, step, ctx, waited, rows, 0)
             clock.stop()
@@ -1070,13 +1082,19 @@ class _Runner:
             for r in self.sources
         ]
 
-    def grid_arrival(self, step: int, k: int) -> tuple[int, np.ndarray]:
-        """Wait for the next message of grid exchange ``k``; its source and its bytes."""
+    def grid_arrival(self, step: int, k: int, block: bool = True) -> tuple[int, np.ndarray] | None:
+        """Wait for the next message of grid exchange ``k``; its source and its bytes
+        (``block=False``: ``None`` if none is in)."""
         from mpi4py import MPI
 
-        t = time.perf_counter()
-        j = MPI.Request.Waitany(self.grid_recvs)
-        self.wait_seconds += time.perf_counter() - t
+        if block:
+            t = time.perf_counter()
+            j = MPI.Request.Waitany(self.grid_recvs)
+            self.wait_seconds += time.perf_counter() - t
+        else:
+            j, done = MPI.Request.Testany(self.grid_recvs)
+            if not done or j == MPI.UNDEFINED:
+                return None
         self.grid_recvs[j] = MPI.REQUEST_NULL
         source = self.sources[j]
         if source in self.mail.shared_peers:
