@@ -18,6 +18,7 @@ from tests.runtime.toy_programs import (
     Failing,
     Heat,
     RebindThenBatch,
+    SelfStampingBatch,
     Walkers,
 )
 
@@ -27,6 +28,7 @@ PROGRAMS = {
     "heat-batched": lambda: BatchedHeat(parts=(4, 3)),
     "rebind-then-batch": lambda: RebindThenBatch(parts=(4, 3)),
     "batch-failing": lambda: BatchedHeat(parts=(2, 2), fail_at=2),
+    "self-stamping-batch": lambda: SelfStampingBatch(parts=(2, 2)),
     # CFL 3: the shallow-water stage goes negative at once; its batch flags the partition.
     "swe-unstable": lambda: swe.make_program("dambreak", (4, 2), cells=(64, 16), cfl=3.0),
     "walkers": lambda: Walkers(parts=(4, 2)),

@@ -88,6 +88,12 @@ def _failed_run(program: str, strategy: str = "cyclic") -> str:
     [
         ("failing", "cyclic", ["partition 3, step 2, phase 'diffuse' failed", "blew up"]),
         ("batch-failing", "cyclic", ["step 2, phase 'diffuse' failed: FloatingPointError"]),
+        # A batch that copies no halos (it skips task_begins) is stopped at its first call.
+        (
+            "self-stamping-batch",
+            "cyclic",
+            ["step 0, phase 'diffuse' failed", "must call grapeshot.model.task_halos.task_begins"],
+        ),
         # CFL 3: the batched stage flags the partition; its check_block names the cell.
         (
             "swe-unstable",
