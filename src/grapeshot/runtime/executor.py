@@ -394,6 +394,8 @@ class _Runner:
         self.emigrants: list[dict | None] = [None] * n
         self.values: list[float | None] = [None] * n
         self.work: dict[int, list[int]] = {p: [] for p in self.local}
+        #: With ``Batch.work``: the counts of every step, one array per step.
+        self.work_rows: list[np.ndarray] = []
         self.clocks = [_ThreadClock() for _ in range(self.threads)]
         self.sends: list = []
         #: The last send of each grid exchange and destination, whose buffer is reused.
@@ -518,6 +520,10 @@ class _Runner:
             stop.set()
         wall = time.perf_counter() - self.t0
         self.mail.close()
+        if self.work_rows:
+            counts = np.stack(self.work_rows)
+            for i, p in enumerate(self.local):
+                self.work[p].extend(counts[:, i].tolist())
         main_tasks = float(sum(np.sum(row[5] - row[4]) for row in self.clocks[0].rows))
         return RankResult(
             self.rank,
@@ -540,11 +546,10 @@ class _Runner:
         )
 
     def record_work(self) -> None:
-        """Append each local partition's work count of the step just done."""
+        """Keep each local partition's work count of the step just done."""
         if self.work_at is not None:  # every count in one index (Batch.work)
             flat, bases = self.work_at
-            for p, w in zip(self.local, flat[bases].tolist(), strict=True):
-                self.work[p].append(w)
+            self.work_rows.append(flat[bases])
             return
         for p in self.local:
             self.work[p].append(int(self.program.work(self.blocks[p], self.boxes[p])))
