@@ -400,8 +400,6 @@ class _Runner:
         self.sends: list = []
         #: The last send of each grid exchange and destination, whose buffer is reused.
         self.grid_sends: dict[tuple[int, int], tuple] = {}
-        #: Received grid message buffers free for reuse, by size.
-        self.spare: dict[int, list[np.ndarray]] = {}
         self.stash: dict[tuple[int, int, int], list[tuple[int, np.ndarray]]] = {}
         self.bytes_sent = 0
         self.messages = 0
@@ -780,7 +778,7 @@ class _Runner:
         def task(todo, step: int, ctx: Context, waited: float, rows: list, thread: int):
             positions = np.asarray(todo, dtype=np.int64)
             stamps = np.zeros(positions.size + 1, dtype=np.int64)
-            halos = by_parity[(step - self.start_step) % 2]
+            halos = by_parity[self.parity(step)]
             try:
                 if params[0] is not ctx:
                     params[:] = (ctx, params_of(ctx))
@@ -828,7 +826,7 @@ class _Runner:
         if not self.all_batched:
             for name in plan.names:
                 arena.refresh(self.blocks, name)
-        parity = (step - self.start_step) % 2
+        parity = self.parity(step)
         segments = {r: mail.outgoing(k, parity, r) for r in plan.send}
         if k in self.prepacked:  # the tasks of the phase before packed them
             self.prepacked.discard(k)
@@ -1069,6 +1067,11 @@ class _Runner:
 
     # -- messages ------------------------------------------------------------------------
 
+    def parity(self, step: int) -> int:
+        """Which of a grid exchange's two inboxes (and halos tuples) serves ``step``: every
+        phase runs once a step, so its rounds since this run's start alternate."""
+        return (step - self.start_step) % 2
+
     def post_grid_receives(self, step: int, k: int) -> None:
         """Post the receives of grid exchange ``k``'s messages, each where the plan puts it
         (from a node neighbour, only the news: its message is in the inbox already then).
@@ -1076,7 +1079,7 @@ class _Runner:
         MPI matches messages of one source and tag in the order they were sent, so these
         receive this round's, whatever later rounds a fast neighbour has sent already.
         """
-        parity = (step - self.start_step) % 2
+        parity = self.parity(step)
         mail = self.mail
         self.grid_recvs = [
             self.data.Irecv(
@@ -1104,7 +1107,7 @@ class _Runner:
         source = self.sources[j]
         if source in self.mail.shared_peers:
             self.mail.sync()
-        raw = self.mail.received(k, (step - self.start_step) % 2, source)
+        raw = self.mail.received(k, self.parity(step), source)
         header = read_header(raw)
         self.message_log.append((source, raw.nbytes, (time.time_ns() - header.sent_ns) * 1e-9))
         self.progress_at = time.perf_counter()
@@ -1142,8 +1145,7 @@ class _Runner:
             self.data.Probe(source=MPI.ANY_SOURCE, tag=_DATA_TAG, status=status)
             source = status.Get_source()
             count = status.Get_count(MPI.BYTE)
-            spare = self.spare.get(count)
-            raw = spare.pop() if spare else np.empty(count, dtype=np.uint8)
+            raw = np.empty(count, dtype=np.uint8)
             self.data.Recv(raw, source=source, tag=_DATA_TAG)
             header = read_header(raw)
             # Send posted to receive complete, on the system clock (shared by the ranks of a
