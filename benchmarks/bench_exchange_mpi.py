@@ -9,13 +9,15 @@ Run: ``mpiexec -n N python benchmarks/bench_exchange_mpi.py [--repeat K] [--out 
    (:func:`loaded_ping_pong`) are reported beside it: on a host whose ranks share cores they
    miss what an exchange pays, the OS switching between ranks. A rank's CPU cost per
    message (LogP's ``o``: posting, matching, Python) is fitted apart (:func:`fit_overhead`)
-   and taken out of the latency.
+   and taken out of the latency; a buffer copy's bandwidth (:func:`copy_probe`) prices the
+   collectives' packing.
 2. DRS_N's remote test-and-set round trip is timed (:func:`tas_round_trip`), and
    Generate_Recv both ways of the paper's table 3 (:func:`generate_recv_times`).
 3. For the CM-5 paper's three test sets at ``N`` ranks (set 1: ``d = N - 1`` uniform; set 2:
    ``d = N - 1`` non-uniform; set 3: an airfoil mesh of 2,800 points split into ``N`` parts),
    at a small and a large message unit, every algorithm is planned once and run ``K`` times
-   with real payloads (checked byte for byte); the time of a run is the slowest rank's.
+   with real payloads (the first and the last run checked byte for byte); the time of a run
+   is the slowest rank's.
 4. The simulator predicts each run on the calibrated machine; the orders are compared
    (Kendall's tau between measured and predicted times).
 
@@ -72,18 +74,27 @@ def loaded_ping_pong(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray
 
 def slowest_median(comm, fn, repeats: int, check=None) -> float:
     """Median over ``repeats`` calls of ``fn()`` (all ranks start together) of the slowest
-    rank's seconds; the same value on every rank. ``check(result)``, if given, is called on
-    each call's result outside the timing."""
+    rank's seconds; the same value on every rank.
+
+    ``check(result)``, if given, is called on the result of one untimed call before the
+    timed ones and on the last timed call's, not between them: work between the calls (a
+    CRC pass over the received bytes) doubled a 64 KiB exchange's time here (0.10 to 0.20
+    ms on 4 ranks sharing 2 cores), which the calibration, timed back to back, does not
+    see.
+    """
     from mpi4py import MPI
 
+    if check is not None:
+        comm.Barrier()
+        check(fn())
     times = []
     for _ in range(repeats):
         comm.Barrier()
         t0 = time.perf_counter()
         result = fn()
         times.append(comm.allreduce(time.perf_counter() - t0, op=MPI.MAX))
-        if check is not None:
-            check(result)
+    if check is not None and repeats:
+        check(result)
     return float(np.median(times))
 
 
@@ -117,6 +128,14 @@ def shift_probe(comm, *, repeats: int = 30) -> tuple[np.ndarray, np.ndarray]:
 
         out.append(slowest_median(comm, shift, repeats))
     return np.asarray(SIZES, dtype=np.float64), np.asarray(out)
+
+
+def copy_probe(comm, *, nbytes: int = 1 << 18, repeats: int = 30) -> float:
+    """Bytes per second of one rank's buffer copy with every rank copying at once (slowest
+    rank, median): what packing and unpacking the collectives' buffers costs here."""
+    src = np.ones(nbytes, dtype=np.uint8)
+    dst = np.empty_like(src)
+    return nbytes / slowest_median(comm, lambda: np.copyto(dst, src), repeats)
 
 
 def generate_recv_times(comm, *, repeats: int = 50) -> dict[str, float]:
@@ -191,12 +210,19 @@ def measure(comm, *, repeat: int = 10, units: tuple[int, ...] = (512, 65536)) ->
     tas = comm.allreduce(tas_round_trip(comm=comm, repeats=200), op=MPI.MAX)
     recv = generate_recv_times(comm)
 
+    copy_bandwidth = copy_probe(comm)
+
     def host(lat: float) -> Machine:
         return Machine(
             "this-host",
             n,
             NodeTree((("core", 1),)),
-            Network("flat", latency=max(lat, 1e-9), bandwidth=bandwidth),
+            Network(
+                "flat",
+                latency=max(lat, 1e-9),
+                bandwidth=bandwidth,
+                memcpy_bandwidth=copy_bandwidth,
+            ),
         )
 
     # The shift exchange's fitted latency holds both ends' CPU cost of its one message;
@@ -246,6 +272,8 @@ def measure(comm, *, repeat: int = 10, units: tuple[int, ...] = (512, 65536)) ->
             "source": "median time of one shift exchange, all ranks",
             "overhead": overhead,
             "overhead_source": "AC with 8 B messages, d = 1 .. n - 1, fitted (fit_overhead)",
+            "copy_bandwidth": copy_bandwidth,
+            "copy_source": "256 KiB copy, all ranks at once (copy_probe)",
         },
         "best_case_ping_pong": {"latency": best_fit[0], "bandwidth": best_fit[1]},
         "loaded_ping_pong": {"latency": loaded_fit[0], "bandwidth": loaded_fit[1]},

@@ -36,6 +36,34 @@ def test_fat_tree_hops_and_routes() -> None:
     assert net.latency(0, 4) == pytest.approx(10e-6 + 2 * 100e-9)
 
 
+def test_fat_tree_parents_taper_the_links_above_each_level() -> None:
+    # Four senders of one leaf (nodes 0-3) to four nodes of another leaf (4-7) all cross the
+    # leaf's up-link: the fewer parents per switch, the thinner it is and the longer they
+    # take. One message alone still runs at its NIC's rate, and traffic inside a leaf uses
+    # no up-link at all.
+    nbytes = 10_000_000
+    cross = [(i, 4 + i) for i in range(4)]
+    times = [
+        exchange(machine(16, "fat-tree", arity=4, parents=p), cross, nbytes) for p in (4, 2, 1)
+    ]
+    assert times[0] < times[1] < times[2]
+    assert exchange(machine(16, "fat-tree", arity=4), cross, nbytes) == times[0]  # default: 4
+    for parents in (1, 2):
+        m = machine(16, "fat-tree", arity=4, parents=parents)
+        assert exchange(m, [(0, 4)], nbytes) == pytest.approx(nbytes / 1e9, rel=1e-2)
+        assert exchange(m, [(0, 1), (2, 3)], nbytes) == pytest.approx(
+            exchange(machine(16, "fat-tree", arity=4), [(0, 1), (2, 3)], nbytes)
+        )
+
+
+@pytest.mark.parametrize(
+    ("params", "field"), [({"parents": 5, "arity": 4}, "parents"), ({"parents": 0}, "parents")]
+)
+def test_fat_tree_parents_out_of_range_is_an_input_error(params, field) -> None:
+    with pytest.raises(InputError, match=rf"network\.fat_tree\.{field}"):
+        machine(16, "fat-tree", **params)
+
+
 def test_torus_hops_wrap_around_and_routes_are_dimension_ordered() -> None:
     net = network_model(machine(64, "torus3d", dims=[4, 4, 4], nodes_per_router=1))
     coords = lambda x, y, z: (x * 4 + y) * 4 + z  # noqa: E731

@@ -20,13 +20,14 @@ from grapeshot.model.errors import InputError
 
 #: Network topologies grapeshot knows, with the parameters each one takes.
 #: ``flat``: every node pair one hop apart at full bandwidth (a full-bisection cloud).
-#: ``fat-tree``: nodes under leaf switches of ``arity`` ports, ``levels`` switch levels.
+#: ``fat-tree``: nodes under leaf switches of ``arity`` ports, ``levels`` switch levels,
+#: ``parents`` up-links per switch (default ``arity``, full bisection; fewer taper the tree).
 #: ``torus3d``: routers on a 3D torus of ``dims``, ``nodes_per_router`` nodes each, link
 #: ``link_weights`` per axis (x, y, z) as multiples of the slowest link's bandwidth.
 TOPOLOGIES: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "flat": frozenset(),
-        "fat-tree": frozenset({"arity", "levels"}),
+        "fat-tree": frozenset({"arity", "levels", "parents"}),
         "torus3d": frozenset({"dims", "nodes_per_router", "link_weights"}),
     }
 )
@@ -141,6 +142,12 @@ class Network:
                     f"one of {', '.join(sorted(allowed))}" if allowed else "no parameters",
                 )
             params[key] = _check_param(f"{section}.{key}", key, value)
+        if params.get("parents", 0) > params.get("arity", 2):
+            raise InputError(
+                f"{section}.parents",
+                f"got {params['parents']} for arity {params.get('arity', 2)}",
+                "at most arity up-links per switch (arity: full bisection)",
+            )
         object.__setattr__(self, "params", MappingProxyType(params))
 
 

@@ -82,7 +82,7 @@ def _cm5() -> Machine:
             bandwidth=9e6,
             node_contention=True,
             memcpy_bandwidth=50e6,
-            params={"arity": 4},
+            params={"arity": 4, "parents": 2},
         ),
     )
 

@@ -395,10 +395,14 @@ def cm5_table2(quick: bool) -> ReproResult:
         "never idle while one is pending, so it is busy d x 0.515 ms; each sender is blocked "
         "until its last packet is accepted, so all senders finish together near the end, as on "
         "the CM-5 (its min is within 11% of its max for d <= 16).",
-        "Each switch of the 4-ary fat tree serves its active input ports round-robin: at d = 31 "
-        "the three senders in the receiver's own 4-node cluster (P28-P30) each get a quarter "
-        "of the receiver and finish after 4 message times, the paper's footnote 1 "
-        f"(ours {data['4096']['min'][d31]:.2f} ms, paper {TABLE2[4096]['min'][d31]:.2f} ms).",
+        "Each switch of the CM-5's fat tree (4 children, 2 parents at the levels of a 32-node "
+        "machine: 20 MB/s per node within 4 nodes, 10 within 16, 5 beyond) serves its busy "
+        "input ports round-robin: at d = 31 the three senders in the receiver's own 4-node "
+        "cluster (P28-P30) each get one of its switch's five busy ports, a fifth of the "
+        "receiver, and finish after 5 message times, the paper's footnote 1 "
+        f"(ours {data['4096']['min'][d31]:.2f} ms, paper {TABLE2[4096]['min'][d31]:.2f} ms); "
+        "the 28 others share the two parent ports, those of the receiver's 16-node half "
+        "first.",
         "4 KiB: largest errors recv "
         f"{100 * within[0]:.0f}%, max {100 * within[1]:.0f}%, min {100 * within[2]:.0f}%, "
         f"ave {100 * within[3]:.0f}%, all at d = 31: the CM-5's cost per message grows "

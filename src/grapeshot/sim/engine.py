@@ -60,6 +60,7 @@ from grapeshot.sim.network import (
     I_MAXROUTE,
     I_NODES,
     I_NPR,
+    I_PARENTS,
     I_X,
     I_Y,
     I_Z,
@@ -268,6 +269,7 @@ def _run_segment(
     n_nodes = net_i[I_NODES]
     arity = net_i[I_ARITY]
     levels = net_i[I_LEVELS]
+    parents = net_i[I_PARENTS]
     nx, ny, nz, npr = net_i[I_X], net_i[I_Y], net_i[I_Z], net_i[I_NPR]
     contention = net_i[I_CONTENTION] != 0
     bw = net_f[F_BANDWIDTH]
@@ -507,7 +509,7 @@ def _run_segment(
                         if link_free[link] > head:
                             head = link_free[link]
                         tt = head + b / _link_bw_s(
-                            topo, n_nodes, arity, levels, bw, wx, wy, wz, link
+                            topo, n_nodes, arity, levels, parents, bw, wx, wy, wz, link
                         )
                         if tt > tail:
                             tail = tt

@@ -25,11 +25,16 @@ What decides when a message becomes ready is the algorithm:
               ``am_cost``, the handler's time) and the sender tries its next pending
               receiver; after a full round of refusals it backs off (doubling, from one round
               trip). ``tries`` counts the inquiries.
-``nbx``       The messages of AC plus one nonblocking barrier after the last send is matched
-              (a dissemination barrier: ``ceil(log2 n)`` small-message latencies).
+``nbx``       The messages of AC, then the acknowledgement of the last synchronous send's
+              match and one nonblocking barrier (a dissemination barrier): ``1 + ceil(log2
+              n)`` small messages one after the other, each costing the latency and ``o`` at
+              both ends.
 ``alltoallv`` MPICH's ``scattered`` algorithm (AC with every rank starting at a different peer,
-              ``rank + 1, rank + 2, ...``), one round.
-``neighbor``  Post-everything over the graph neighbours (MPICH and Open MPI): AC in rank order.
+              ``rank + 1, rank + 2, ...``), one round, between packing the messages into one
+              send buffer and unpacking the receive buffer (``memcpy_bandwidth``; the call
+              starts once the rank with the most bytes has packed).
+``neighbor``  Post-everything over the graph neighbours (MPICH and Open MPI): AC in rank order,
+              packed and unpacked as ``alltoallv``.
 
 The post-everything algorithms (``ac``, ``nbx``, ``alltoallv``, ``neighbor``) go through the
 interleaving model under node contention; the phased ones and ``drsn`` never have two messages
@@ -63,6 +68,7 @@ from grapeshot.sim.network import (
     I_CONTENTION,
     I_KIND,
     I_LEVELS,
+    I_PARENTS,
     NetworkModel,
     network_model,
 )
@@ -70,19 +76,28 @@ from grapeshot.sim.network import (
 
 @njit(cache=True)
 def _port_shares(
-    r: int, snd: np.ndarray, m: int, tree: bool, arity: int, levels: int, out: np.ndarray
+    r: int,
+    snd: np.ndarray,
+    m: int,
+    tree: bool,
+    arity: int,
+    levels: int,
+    parents: int,
+    out: np.ndarray,
 ) -> None:
     """Shares of receiver ``r``'s capacity for its ``m`` active senders ``snd[:m]``.
 
     Without a tree (``tree`` False) every active message gets ``1 / m``. On a fat tree each
     switch serves its active input ports round-robin, one packet each: on the way down to
     ``r``, the switch of level ``lv`` splits what it passes on among the child subtrees whose
-    senders meet ``r`` there and, if any sender is farther, its parent port; on the way up
-    from a sender, every switch below the meeting point splits its output among its active
-    children. A sender's share is the product of its ports' fractions (the shares sum to 1),
-    written to ``out[:m]``. This is why, in table 2 at ``d = 31``, the three senders in the
-    receiver's own 4-node cluster finish first (the paper's footnote 1): each is one of the
-    four ports of the receiver's switch, while the 28 others share the fourth.
+    senders meet ``r`` there and, if any sender is farther, its ``parents`` up-link ports
+    (the farther senders' packets come down all of them: the route up picks one at random);
+    on the way up from a sender, every switch below the meeting point splits its output
+    among its active children. A sender's share is the product of its ports' fractions (the
+    shares sum to 1), written to ``out[:m]``. This is why, in table 2 at ``d = 31``, the
+    three senders in the receiver's own 4-node cluster finish first (the paper's footnote
+    1): on the CM-5 (4 children, 2 parents) each is one of the five busy ports of the
+    receiver's switch, while the 28 others share the two parent ports.
     """
     if m == 0:
         return
@@ -109,7 +124,7 @@ def _port_shares(
         # Down path: the switches of levels 1 .. h above r.
         sub = 1
         for lv in range(1, h + 1):
-            # Ports: distinct level-(lv - 1) subtrees meeting r here, + the parent if needed.
+            # Ports: distinct level-(lv - 1) subtrees meeting r here, + the parents if needed.
             ports = 0
             beyond = 0
             for q in range(m):
@@ -123,7 +138,12 @@ def _port_shares(
                     if first:
                         ports += 1
                 elif lca[q] > lv:
-                    beyond = 1
+                    beyond = parents
+            # A farther sender comes down one of the switch's parent ports (the route up picks
+            # one at random), so it is in every parent port's turn with the share of all of
+            # them together.
+            if lca[k] > lv:
+                share *= beyond
             share /= ports + beyond
             sub *= arity
         # Up path: the switches of levels 1 .. h - 1 above s merge their active children.
@@ -155,6 +175,7 @@ def _interleave(
     tree: bool,
     arity: int,
     levels: int,
+    parents: int,
 ) -> np.ndarray:
     """Fluid model of packet interleaving; returns each message's delivery time.
 
@@ -188,7 +209,7 @@ def _interleave(
                     if active[s] and dst[cur[s]] == r:
                         snd[m] = s
                         m += 1
-                _port_shares(r, snd, m, tree, arity, levels, share)
+                _port_shares(r, snd, m, tree, arity, levels, parents, share)
                 for k in range(m):
                     rate[snd[k]] = share[k]
                 dirty[r] = False
@@ -312,8 +333,10 @@ def _interleaved(net: NetworkModel, n: int, orders: list[list[tuple[int, int]]],
     work = net.latency(src, dst) + nbytes / float(net.net_f[F_BANDWIDTH]) + o
     ni = net.net_i
     tree = int(ni[I_KIND]) == FAT_TREE
-    arity, levels = (int(ni[I_ARITY]), int(ni[I_LEVELS])) if tree else (n, 1)
-    ends = _interleave(n, ptr, dst, work, tree, arity, levels)
+    arity, levels, parents = (
+        (int(ni[I_ARITY]), int(ni[I_LEVELS]), int(ni[I_PARENTS])) if tree else (n, 1, 1)
+    )
+    ends = _interleave(n, ptr, dst, work, tree, arity, levels, parents)
     finish = np.zeros(n)
     np.maximum.at(finish, dst, ends)
     np.maximum.at(finish, src, ends)
@@ -465,8 +488,10 @@ def simulate_exchange(
     if algorithm == "nbx":
         sched = make_schedule(com, "ac", seed=rng)
         total, finish = _back_to_back(net, n, _orders_from_schedule(sched), o)
-        # Ibarrier after the last Issend is matched: ceil(log2 n) rounds of small messages.
-        total += math.ceil(math.log2(max(n, 2))) * lat
+        # An Issend completes when the receiver's match is acknowledged (one small message
+        # back); then the Ibarrier takes ceil(log2 n) rounds of small messages. Each of these
+        # messages costs its latency and o at both ends, as any other.
+        total += (1 + math.ceil(math.log2(max(n, 2)))) * (lat + 2 * o)
         return SimulatedExchange(algorithm, total, 0, 0, finish)
     if algorithm == "alltoallv":
         orders = [
@@ -476,7 +501,13 @@ def simulate_exchange(
     else:  # neighbor: post everything in neighbour (rank) order
         orders = [[(int(j), int(com[i, j])) for j in np.flatnonzero(com[i])] for i in range(n)]
     total, finish = _back_to_back(net, n, orders, o)
-    return SimulatedExchange(algorithm, total, 0, 0, finish)
+    # The collectives take one packed buffer each way: a rank copies its messages in before
+    # the call and out after it, at the machine's memcpy bandwidth. The call starts once the
+    # slowest rank has packed (its peers wait for its messages).
+    copy_bw = float(net.machine.network.memcpy_bandwidth)
+    pack = float(com.sum(axis=1).max(initial=0)) / copy_bw
+    finish = np.where(finish > 0, finish + pack + com.sum(axis=0) / copy_bw, 0.0)
+    return SimulatedExchange(algorithm, float(finish.max(initial=0.0)), 0, 0, finish)
 
 
 def simulate_contention(

@@ -26,10 +26,13 @@ Topologies (:data:`grapeshot.model.machine.TOPOLOGIES`):
     Nodes under leaf switches of ``arity`` ports, ``levels`` switch levels (default: the fewest
     with ``arity**levels >= nodes``; a top level with more children is one core switch). Two
     nodes meet at their lowest common switch, level ``h``; the route climbs the up-links of the
-    sender's switches below ``h`` and descends the down-links of the receiver's. A switch's
-    up-link (and down-link) carries ``B * (nodes below it)``: full bisection, so it only slows
-    messages when more flows cross it than its nodes could feed. Hops beyond the nearest pair:
-    ``2 (h - 1)``.
+    sender's switches below ``h`` and descends the down-links of the receiver's. A switch has
+    ``parents`` up-links (default ``arity``: full bisection) and its up-link (and down-link)
+    carries ``B * (nodes below it) * (parents / arity) ** level``: with full bisection it only
+    slows messages when more flows cross it than its nodes could feed; fewer parents taper the
+    tree (the CM-5's routers have 4 children and 2 parents at the levels a 32-node machine
+    has: 20 MB/s per node within 4 nodes, 10 within 16, 5 beyond). Hops beyond the nearest
+    pair: ``2 (h - 1)``.
 ``torus3d``
     Routers on an ``X x Y x Z`` torus (``dims``; default the smallest near-cubic box holding
     ``ceil(nodes / nodes_per_router)`` routers), ``nodes_per_router`` consecutive nodes per
@@ -61,7 +64,19 @@ FLAT, FAT_TREE, TORUS3D = 0, 1, 2
 _KIND = {"flat": FLAT, "fat-tree": FAT_TREE, "torus3d": TORUS3D}
 
 # Layout of the integer parameter vector ``net_i``.
-I_KIND, I_NODES, I_CONTENTION, I_ARITY, I_LEVELS, I_X, I_Y, I_Z, I_NPR, I_MAXROUTE = range(10)
+(
+    I_KIND,
+    I_NODES,
+    I_CONTENTION,
+    I_ARITY,
+    I_LEVELS,
+    I_X,
+    I_Y,
+    I_Z,
+    I_NPR,
+    I_MAXROUTE,
+    I_PARENTS,
+) = range(11)
 # Layout of the float parameter vector ``net_f``.
 F_LATENCY, F_BANDWIDTH, F_HOP, F_WX, F_WY, F_WZ = range(6)
 
@@ -175,7 +190,7 @@ def network_model(machine: Machine, hop_latency: float | None = None) -> Network
         hop_latency < 0
     ):
         raise InputError("hop_latency", f"got {hop_latency!r}", "a finite number >= 0 (seconds)")
-    net_i = np.zeros(10, dtype=np.int64)
+    net_i = np.zeros(11, dtype=np.int64)
     net_f = np.zeros(6, dtype=np.float64)
     net_i[I_KIND] = _KIND[net.topology]
     net_i[I_NODES] = n
@@ -194,6 +209,7 @@ def network_model(machine: Machine, hop_latency: float | None = None) -> Network
                 reach *= arity
         net_i[I_ARITY] = arity
         net_i[I_LEVELS] = levels
+        net_i[I_PARENTS] = int(net.params.get("parents", arity))
         net_i[I_MAXROUTE] = 2 * (levels - 1)
         n_links = 2 * sum(-(-n // arity**lv) for lv in range(1, levels))
     elif net.topology == "torus3d":
@@ -297,17 +313,19 @@ def _link_s(kind, nodes, arity, levels, nx, ny, nz, npr, a, b, i):
 
 
 @njit(cache=True, inline="always")
-def _link_bw_s(kind, nodes, arity, levels, bw, wx, wy, wz, link):
+def _link_bw_s(kind, nodes, arity, levels, parents, bw, wx, wy, wz, link):
     """Bandwidth of link ``link``, bytes per second."""
     if kind == FAT_TREE:
         offset = 0
         span = arity
+        taper = parents / arity
         for _ in range(1, levels):
             count = 2 * ((nodes + span - 1) // span)
             if link < offset + count:
-                return bw * min(span, nodes)
+                return bw * min(span, nodes) * taper
             offset += count
             span *= arity
+            taper *= parents / arity
         return bw * nodes
     axis = (link % 6) // 2
     if axis == 0:
@@ -411,7 +429,16 @@ def _transmit(
         if link_free[link] > head:
             head = link_free[link]
         t = head + nbytes / _link_bw_s(
-            kind, nodes, arity, levels, bw, net_f[F_WX], net_f[F_WY], net_f[F_WZ], link
+            kind,
+            nodes,
+            arity,
+            levels,
+            net_i[I_PARENTS],
+            bw,
+            net_f[F_WX],
+            net_f[F_WY],
+            net_f[F_WZ],
+            link,
         )
         if t > tail:
             tail = t
