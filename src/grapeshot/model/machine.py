@@ -24,6 +24,9 @@ from grapeshot.model.errors import InputError
 #: ``parents`` up-links per switch (default ``arity``, full bisection; fewer taper the tree).
 #: ``torus3d``: routers on a 3D torus of ``dims``, ``nodes_per_router`` nodes each, link
 #: ``link_weights`` per axis (x, y, z) as multiples of the slowest link's bandwidth.
+#: A fat tree's ``arity`` when its file or preset gives none.
+DEFAULT_ARITY = 2
+
 TOPOLOGIES: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "flat": frozenset(),
@@ -142,10 +145,11 @@ class Network:
                     f"one of {', '.join(sorted(allowed))}" if allowed else "no parameters",
                 )
             params[key] = _check_param(f"{section}.{key}", key, value)
-        if params.get("parents", 0) > params.get("arity", 2):
+        arity = params.get("arity", DEFAULT_ARITY)
+        if params.get("parents", 0) > arity:
             raise InputError(
                 f"{section}.parents",
-                f"got {params['parents']} for arity {params.get('arity', 2)}",
+                f"got {params['parents']} for arity {arity}",
                 "at most arity up-links per switch (arity: full bisection)",
             )
         object.__setattr__(self, "params", MappingProxyType(params))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grapeshot.model.errors import InputError
-from grapeshot.model.machine import Machine, NodeTree
+from grapeshot.model.machine import DEFAULT_ARITY, Machine, NodeTree
 
 #: Largest tree TreeMatch text may describe (leaves), to refuse memory bombs in one line.
 MAX_LEAVES = 1 << 24
@@ -375,7 +375,7 @@ def network_graph(machine: Machine) -> NetworkGraph:
     if net.topology == "flat":
         return NetworkGraph(n, "flat", {})
     if net.topology == "fat-tree":
-        arity = int(net.params.get("arity", 2))
+        arity = int(net.params.get("arity", DEFAULT_ARITY))
         levels = int(net.params.get("levels", 0))
         if levels == 0:
             levels, reach = 1, arity

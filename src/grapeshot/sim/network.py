@@ -57,7 +57,7 @@ import numpy as np
 from numba import njit
 
 from grapeshot.model.errors import InputError
-from grapeshot.model.machine import Machine
+from grapeshot.model.machine import DEFAULT_ARITY, Machine
 from grapeshot.model.topology import torus_box
 
 FLAT, FAT_TREE, TORUS3D = 0, 1, 2
@@ -200,7 +200,7 @@ def network_model(machine: Machine, hop_latency: float | None = None) -> Network
     net_f[F_HOP] = float(hop_latency)
     n_links = 0
     if net.topology == "fat-tree":
-        arity = int(net.params.get("arity", 2))
+        arity = int(net.params.get("arity", DEFAULT_ARITY))
         levels = int(net.params.get("levels", 0))
         if levels == 0:
             levels, reach = 1, arity
