@@ -70,6 +70,12 @@ def _nothing_batch(arrays, bases, todo, params, iparams, values, stamps, halos):
     batch_ends(halos, stamps, todo.size)
 
 
+@njit(cache=True, nogil=True)
+def _nothing_plain(u, box, params):
+    """A plain kernel that does nothing: the runtime generates its batch."""
+    return None
+
+
 def _no_params(ctx):
     return np.zeros(1)
 
@@ -81,7 +87,9 @@ def _no_iparams(box):
 class Empty(Program):
     """Kernels that do nothing; with ``exchange``, every phase swaps a one-cell halo; with
     ``reduce``, every phase ends in a global sum instead; with ``batch``, the runtime runs
-    each phase's tasks in one compiled call that does nothing either."""
+    each phase's tasks in one compiled call that does nothing either; with ``plain``, each
+    phase's kernel is a plain numba kernel that does nothing, batched by the runtime (what a
+    user's kernel costs, without a hand-written Batch)."""
 
     name = "empty"
 
@@ -92,6 +100,7 @@ class Empty(Program):
         phases: int = 4,
         reduce: bool = False,
         batch: bool = False,
+        plain: bool = False,
     ) -> None:
         self.parts_shape = parts
         self.domain_shape = (parts[0] * 2, parts[1] * 2)
@@ -99,9 +108,14 @@ class Empty(Program):
         red = Reduction("x", "sum") if reduce else None
         kernel = _one if reduce else _nothing
         fast = Batch(("u",), _nothing_batch, _no_params, _no_iparams) if batch else None
-        self.phases = tuple(
-            Phase(f"p{i}", kernel, exchange=ex, reduce=red, batch=fast) for i in range(phases)
-        )
+        if plain:
+            self.phases = tuple(
+                Phase(f"p{i}", _nothing_plain, exchange=ex, fields=("u",)) for i in range(phases)
+            )
+        else:
+            self.phases = tuple(
+                Phase(f"p{i}", kernel, exchange=ex, reduce=red, batch=fast) for i in range(phases)
+            )
 
     def init_block(self, box):
         return {"u": np.zeros(box.padded_shape)}
@@ -233,6 +247,7 @@ def main() -> None:
     _wall(Empty((size, 2), False), 2, "task", comm)
     _wall(Empty((size, 2), True), 2, "task", comm)
     _wall(Empty((size, 2), False, batch=True), 2, "task", comm)
+    _wall(Empty((size, 2), False, plain=True), 2, "task", comm)
     _wall(Balanced((size, 1), sweeps=1), 2, "task", comm)
     _wall(Balanced((size, 1), sweeps=1), 2, "reference", comm)
 
@@ -248,6 +263,7 @@ def main() -> None:
 
     no_ex = per_run(Empty(parts, False))
     batched = per_run(Empty(parts, False, batch=True))
+    plain_kernel = per_run(Empty(parts, False, plain=True))
     with_ex = per_run(Empty(parts, True))
     batched_ex = per_run(Empty(parts, True, batch=True))
     prog = Empty(parts, True)
@@ -270,6 +286,11 @@ def main() -> None:
     say(
         f"  per task, batched phases:  {batched / n_tasks * 1e6:7.2f} us   (a Batch whose "
         "compiled call does nothing: the runtime's cost alone)"
+    )
+    say(
+        f"  per task, plain kernel:    {plain_kernel / n_tasks * 1e6:7.2f} us   (a numba kernel "
+        "(u, box, params) that does nothing, batched by the runtime: what a user's kernel "
+        "pays without writing a Batch)"
     )
     say(
         f"  per halo buffer (8 neighbours, one-cell halo, pack + move + unpack): "

@@ -171,3 +171,47 @@ def test_more_nodes_than_partitions_is_warned(capsys: pytest.CaptureFixture[str]
         "grapeshot place: warning: 16 partitions on 100 nodes: 84 nodes get none "
         "(0.00889 per core); fewer --nodes, or a finer partition grid"
     )
+
+
+def test_place_takes_any_partition_count_and_reports_it_per_core(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    trace = tmp_path / "t128.h5"
+    save_workload(trace, synthetic_workload("dambreak:parts=16x8,steps=3"))
+    res = run_cli(capsys, "place", "--trace", str(trace), "--machine", "ec2-c4.8xlarge",
+                  "--nodes", "4", "--strategy", "geometric", "--full", "--json")  # fmt: skip
+    assert res.code == 0 and res.err == "", res.err
+    data = res.json()
+    assert data["parts"] == 128 and data["parts_per_core"] == pytest.approx(128 / 72)
+    assert np.bincount(data["node_of"]).tolist() == [32] * 4
+    table = run_cli(capsys, "place", "--trace", str(trace), "--machine", "ec2-c4.8xlarge",
+                    "--nodes", "4")  # fmt: skip
+    assert "128 (1.78 per core)" in table.out
+
+
+def test_place_shares_uneven_counts_by_cores_on_mixed_nodes(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    machine = tmp_path / "mixed.toml"
+    machine.write_text('name = "mixed"\nnodes = 3\nnode_cores = [8, 16, 24]\n'
+                       '[node]\nlevels = [["core", 24]]\n')  # fmt: skip
+    for strategy in ("geometric", "cyclic", "sfc", "birdshot"):
+        res = run_cli(capsys, "place", "--synthetic", "uniform:parts=101x1,steps=2",
+                      "--machine", str(machine), "--strategy", strategy, "--full",
+                      "--json")  # fmt: skip
+        assert res.code == 0, res.err
+        # 101 partitions by cores 8:16:24 is 16.83, 33.67, 50.5; the one quota rule (largest
+        # remainder) rounds them to 17, 34, 50.
+        assert np.bincount(res.json()["node_of"]).tolist() == [17, 34, 50], strategy
+        assert res.json()["parts_per_core"] == pytest.approx(101 / 48)
+
+
+def test_fewer_partitions_than_cores_is_noted(capsys: pytest.CaptureFixture[str]) -> None:
+    res = run_cli(capsys, "place", "--synthetic", "dambreak:parts=4x4,steps=2",
+                  "--machine", "ec2-c4.8xlarge", "--nodes", "4", "--json")  # fmt: skip
+    assert res.code == 0
+    assert res.err.strip() == (
+        "grapeshot place: warning: 16 partitions on 72 cores: 56 cores get none and idle "
+        "(0.222 per core); fewer --nodes, or a finer partition grid"
+    )
+    assert res.json()["parts_per_core"] == pytest.approx(16 / 72)

@@ -244,3 +244,94 @@ def test_reactive_strategy_runs_from_the_command_line() -> None:
     run = json.loads(result.out)["runs"][0]
     assert run["strategy"] == "reactive"
     assert np.isfinite(run["total_time"])
+
+
+@pytest.fixture
+def trace128(tmp_path: Path) -> Path:
+    """A trace file of 16 x 8 = 128 partitions: not a multiple of 4 nodes x 18 cores."""
+    path = tmp_path / "t128.h5"
+    save_workload(path, synthetic_workload("dambreak:parts=16x8,cells=8,steps=4,cell_cost=1e-5"))
+    return path
+
+
+def test_a_trace_runs_as_it_comes_on_any_machine(trace128: Path, tmp_path: Path) -> None:
+    args = ("--trace", str(trace128), "--machine", "ec2-c4.8xlarge", "--nodes", "4")
+    result = invoke(*args, "--strategy", "geometric,birdshot", "--json", "--figure",
+                    str(tmp_path / "sim.png"))  # fmt: skip
+    # Before: "--ppc: needs 72 partitions; the trace's 128 partitions (16x8) merge into no
+    # grid of exactly 72 whole blocks", with no --ppc given.
+    assert result.code == 0, result.err
+    assert result.err == ""  # 128 partitions keep all 72 cores busy: no note
+    doc = json.loads(result.out)
+    assert doc["total_cores"] == 72 and doc["cores_per_node"] == 18
+    assert [r["strategy"] for r in doc["runs"]] == ["geometric", "birdshot"]
+    for run in doc["runs"]:
+        assert run["parts"] == 128 and run["parts_shape"] == [16, 8]
+        assert run["ppc"] == pytest.approx(128 / 72) and run["parts_per_core"] == run["ppc"]
+        assert RUN_KEYS <= set(run) and run["total_time"] > 0
+    assert (tmp_path / "sim.png").stat().st_size > 1000
+    table = invoke(*args, "--strategy", "birdshot", "--no-figure")
+    assert table.code == 0, table.err
+    row = next(line.split() for line in table.out.splitlines() if line.startswith("birdshot"))
+    assert row[1:3] == ["1.78", "128"]
+    assert "Use birdshot at 1.78 per core" in " ".join(table.out.split())
+    # Resizing happens only when asked, and --ppc 1 cannot merge 16 x 8 into 72 blocks.
+    asked = invoke(*args, "--ppc", "1", "--json", "--no-figure")
+    assert asked.code == 2 and "needs 72 partitions" in asked.error
+
+
+def test_a_spec_runs_as_written_unless_ppc_is_given() -> None:
+    common = ("--synthetic", SPEC, "--machine", "ec2-c4.8xlarge", "--nodes", "4",
+              "--strategy", "birdshot", "--json", "--no-figure")  # fmt: skip
+    (given,) = json.loads(invoke(*common).out)["runs"]
+    assert given["parts"] == 128 and given["parts_shape"] == [16, 8]
+    assert given["ppc"] == pytest.approx(128 / 72)
+    (resized,) = json.loads(invoke(*common, "--ppc", "1").out)["runs"]
+    assert resized["parts"] == 72 and resized["ppc"] == 1 and resized["parts_per_core"] == 1.0
+
+
+def test_same_command_same_numbers_as_it_comes(trace128: Path) -> None:
+    args = ("--trace", str(trace128), "--machine", "ec2-c4.8xlarge", "--nodes", "3",
+            "--strategy", "birdshot,cyclic", "--seed", "4", "--pin", "--json",
+            "--no-figure")  # fmt: skip
+    first, second = invoke(*args), invoke(*args)
+    assert first.code == 0, first.err
+    assert json.loads(first.out) == json.loads(second.out)
+    assert {r["parts"] for r in json.loads(first.out)["runs"]} == {128}
+
+
+@pytest.mark.parametrize(
+    ("spec", "note"),
+    [
+        ("dambreak:parts=4x4,steps=2", "16 partitions on 72 cores: 56 cores get none and idle "
+         "(0.222 per core)"),
+        ("dambreak:parts=2x1,steps=2", "2 partitions on 4 nodes: 2 nodes get none (0.0278 per "
+         "core)"),
+    ],
+)  # fmt: skip
+def test_fewer_partitions_than_cores_run_with_a_note(spec: str, note: str) -> None:
+    result = invoke("--synthetic", spec, "--machine", "ec2-c4.8xlarge", "--nodes", "4",
+                    "--json", "--no-figure")  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.err.startswith(f"grapeshot simulate: warning: {note}; fewer --nodes")
+    assert result.err.count("\n") == 1 and "--ppc K" in result.err
+    runs = json.loads(result.out)["runs"]
+    assert all(np.isfinite(r["total_time"]) and r["parts_per_core"] < 1 for r in runs)
+
+
+def test_timeline_run_names_a_run_as_it_comes(trace128: Path, tmp_path: Path) -> None:
+    args = ("--trace", str(trace128), "--machine", "ec2-c4.8xlarge", "--nodes", "4",
+            "--no-figure", "--timeline", str(tmp_path / "tl.json"))  # fmt: skip
+    ok = invoke(*args, "--timeline-run", "birdshot")
+    assert ok.code == 0, ok.err
+    assert "timeline (birdshot) written" in ok.out
+    assert json.loads((tmp_path / "tl.json").read_text())["otherData"]["partitions"] == 128
+    bad = invoke(*args, "--timeline-run", "birdshot:1")
+    assert bad.code == 2
+    assert bad.error == "--timeline-run: got 'birdshot:1'; expected one of geometric, birdshot"
+
+
+def test_help_says_workloads_run_as_they_come() -> None:
+    text = " ".join(invoke("--help").out.split())
+    assert "Without --ppc the workload runs as it comes" in text
+    assert "only when asked" in text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grapeshot.cli.main import COMMANDS, load_command
+from grapeshot.cli.main import COMMANDS, SUBCOMMANDS, load_command, load_subcommand
 from grapeshot.cli.vocabulary import RENAMED
 from tests.cli.helpers import run_main
 
@@ -29,6 +29,16 @@ def test_every_option_is_in_the_table(name: str) -> None:
     documented = set(re.findall(r"--[a-z][a-z0-9-]*", table))
     missing = _options(load_command(name)) - documented
     assert not missing, f"{name}: {sorted(missing)} not in docs/cli.md"
+
+
+@pytest.mark.parametrize(("parent", "word"), list(SUBCOMMANDS))
+def test_every_subcommand_option_is_in_the_table(parent: str, word: str) -> None:
+    table = DOC.read_text(encoding="utf-8").split("## Old spellings")[0]
+    documented = set(re.findall(r"--[a-z][a-z0-9-]*", table))
+    missing = _options(load_subcommand(parent, word)) - documented
+    assert not missing, f"{parent} {word}: {sorted(missing)} not in docs/cli.md"
+    rows = [row for row in table.splitlines() if f"{parent} {word}" in row]
+    assert rows, f"'{parent} {word}' is in no row of docs/cli.md's table"
 
 
 @pytest.mark.parametrize(("command", "old"), list(RENAMED))

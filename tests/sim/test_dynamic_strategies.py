@@ -98,9 +98,11 @@ def test_simulate_json_keeps_its_keys_and_adds_migrations(capsys) -> None:
                   "--no-figure")  # fmt: skip
     assert res.code == 0, res.err
     runs = res.json()["runs"]
-    keys = {"strategy", "ppc", "seed", "total_time", "step_time_mean", "lif_mean", "lif_max",
-            "hidden_comm_fraction", "bytes_sent", "bytes_migrated", "parts", "parts_shape",
-            "steps", "busy_fraction", "events", "migrations", "migrated_bytes"}  # fmt: skip
+    # parts_per_core: the real partitions per core, added with workloads run as they come.
+    keys = {"strategy", "ppc", "parts_per_core", "seed", "total_time", "step_time_mean",
+            "lif_mean", "lif_max", "hidden_comm_fraction", "bytes_sent", "bytes_migrated",
+            "parts", "parts_shape", "steps", "busy_fraction", "events", "migrations",
+            "migrated_bytes"}  # fmt: skip
     assert all(set(r) == keys for r in runs)
     assert runs[0]["migrations"] == 0 and runs[1]["migrations"] > 0
     json.dumps(runs)

@@ -11,6 +11,10 @@ Every app is a module of this package, registered in :data:`APPS`. A *runnable* 
 A *trace generator* (an app whose global solve is out of scope for micro-partitioned
 execution) exports ``SCENES`` and
 ``make_trace(scene, parts, steps, *, cells=None, seed=0, progress=None) -> Workload``.
+
+Wherever a command takes an app, it also takes a user's own program (:mod:`grapeshot.apps.user`:
+``FILE.py:FACTORY``, ``package.module:FACTORY`` or an installed app's name);
+:func:`make_app_program` builds either.
 """
 
 from __future__ import annotations
@@ -43,8 +47,48 @@ APPS: dict[str, AppSpec] = {
 }
 
 
+#: The scene of a built-in app when the command line gives none.
+DEFAULT_SCENE = "dambreak"
+
+
 def get_app(name: str) -> ModuleType:
     """The module of app ``name``; an unknown name lists the valid ones."""
     if name not in APPS:
-        raise InputError("APP", f"unknown app {name!r}", f"one of {', '.join(APPS)}")
+        from grapeshot.apps.user import installed_apps
+
+        installed = ", ".join(installed_apps())
+        raise InputError(
+            "APP",
+            f"unknown app {name!r}",
+            f"one of {', '.join(APPS)}"
+            + (f", an installed app ({installed})" if installed else "")
+            + ", or your own program as FILE.py:FACTORY or package.module:FACTORY",
+        )
     return importlib.import_module(f"grapeshot.apps.{APPS[name].module}")
+
+
+def make_app_program(
+    app: str,
+    scene: str | None,
+    parts: tuple[int, ...],
+    cells: tuple[int, ...] | None,
+    seed: int,
+):
+    """The :class:`~grapeshot.model.program.Program` of a runnable app: a built-in one
+    (``scene`` defaults to :data:`DEFAULT_SCENE`) or a user's (:mod:`grapeshot.apps.user`).
+
+    Raises
+    ------
+    InputError
+        For an unknown app or scene, a trace generator (it has no program), or anything the
+        user's module does wrong.
+    """
+    from grapeshot.apps.user import installed_apps, is_user_app, load_user_app
+
+    if app not in APPS and (is_user_app(app) or app in installed_apps()):
+        return load_user_app(app).make_program(parts, cells, seed, scene)
+    module = get_app(app)
+    if not APPS[app].runnable:
+        runnable = ", ".join(a for a, s in APPS.items() if s.runnable)
+        raise InputError("APP", f"{app} only records traces", f"{runnable}, or your own program")
+    return module.make_program(scene or DEFAULT_SCENE, parts, cells=cells, seed=seed)

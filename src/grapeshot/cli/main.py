@@ -95,6 +95,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: Commands reached through another command's name, ``grapeshot trace import``: ``(command,
+#: word) -> (module, one-line summary)``. The command keeps its own arguments (``trace APP``);
+#: only this word right after its name leads elsewhere, and its help says so.
+SUBCOMMANDS: dict[tuple[str, str], tuple[str, str]] = {
+    ("trace", "import"): (
+        "trace_import",
+        "Import your own timings as a workload trace, for grapeshot place and simulate.",
+    ),
+}
+
+
+def _build(module_name: str, name: str) -> Any:
+    """The click command ``name`` that module ``grapeshot.cli.<module_name>`` registers."""
+    module = importlib.import_module(f"grapeshot.cli.{module_name}")
+    sub = typer.Typer(
+        add_completion=False, pretty_exceptions_enable=False, rich_markup_mode="markdown"
+    )
+    module.register(sub)
+    return typer.main.get_group(sub).commands[name]
+
+
 @cache
 def load_command(name: str) -> Any:
     """The click command ``name`` (its module imported and registered once per process).
@@ -102,13 +123,21 @@ def load_command(name: str) -> Any:
     ``main()`` may be called many times in one process (tests): registering again would make
     typer build each command again on every call.
     """
-    module_name, _ = COMMANDS[name]
-    module = importlib.import_module(f"grapeshot.cli.{module_name}")
-    sub = typer.Typer(
-        add_completion=False, pretty_exceptions_enable=False, rich_markup_mode="markdown"
-    )
-    module.register(sub)
-    return typer.main.get_group(sub).commands[name]
+    command = _build(COMMANDS[name][0], name)
+    subs = [(word, summary) for (parent, word), (_, summary) in SUBCOMMANDS.items()
+            if parent == name]  # fmt: skip
+    if subs:
+        # The help of ``grapeshot trace`` points at ``grapeshot trace import``.
+        command.epilog = "  \n".join(
+            f"Also: grapeshot {name} {word} --help. {summary}" for word, summary in subs
+        )
+    return command
+
+
+@cache
+def load_subcommand(parent: str, word: str) -> Any:
+    """The click command ``grapeshot PARENT WORD`` of :data:`SUBCOMMANDS`, built once."""
+    return _build(SUBCOMMANDS[(parent, word)][0], word)
 
 
 class LazyGroup(TyperGroup):
@@ -128,6 +157,13 @@ class LazyGroup(TyperGroup):
             summary = COMMANDS[cmd_name][1]
             return TyperCommand(name=cmd_name, help=summary, short_help=summary)
         return load_command(cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        """``grapeshot trace import ...`` runs :data:`SUBCOMMANDS`' command, named so in its
+        usage and its errors; anything else is click's."""
+        if len(args) > 1 and (args[0], args[1]) in SUBCOMMANDS:
+            return f"{args[0]} {args[1]}", load_subcommand(args[0], args[1]), args[2:]
+        return super().resolve_command(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         """Print the overview without importing any command module."""

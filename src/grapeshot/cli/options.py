@@ -29,6 +29,15 @@ BalancerOption = Annotated[
         "refine, greedy-refine, greedy-comm, refine-comm.",
     ),
 ]
+AppOption = Annotated[
+    str | None,
+    typer.Option(
+        "--app",
+        help="Your own program (FILE.py:FACTORY or package.module:FACTORY, where "
+        "FACTORY(parts=, cells=, seed=) returns a grapeshot Program); the same as giving it "
+        "as APP.",
+    ),
+]
 WindowOption = Annotated[
     int | None,
     typer.Option(
@@ -85,3 +94,41 @@ def refuse_dynamic_options(strategy: str, given: dict[str, object]) -> None:
             f"--{key}", f"given with the static strategy {strategy}",
             "a dynamic --strategy (docs/dynamic.md)",
         )  # fmt: skip
+
+
+def chosen_app(app: str | None, app_option: str | None) -> str:
+    """The app of ``run``/``trace``: the positional APP or ``--app`` (one of them).
+
+    Raises
+    ------
+    InputError
+        If neither or both (different) are given.
+    """
+    if app is not None and app_option is not None and app != app_option:
+        raise InputError("--app", f"given with APP {app!r}", "one of APP, --app")
+    chosen = app_option if app_option is not None else app
+    if chosen is None:
+        raise InputError(
+            "APP",
+            "missing",
+            "a built-in app (sph, swe, wavefront, commbench), an installed app, or --app "
+            "FILE.py:FACTORY",
+        )
+    return chosen
+
+
+class AppsHelp(typer.core.TyperCommand):
+    """A command whose ``--help`` ends with the apps installed packages register (looked up
+    only when help is printed: scanning the installed packages takes a tenth of a second)."""
+
+    def format_help(self, ctx, formatter) -> None:
+        super().format_help(ctx, formatter)
+        from grapeshot.apps.user import ENTRY_POINT_GROUP, installed_apps
+
+        apps = installed_apps()
+        listing = (
+            ", ".join(f"{name} ({target})" for name, target in sorted(apps.items()))
+            if apps
+            else "none"
+        )
+        formatter.write(f"\nInstalled apps (entry points '{ENTRY_POINT_GROUP}'): {listing}\n")

@@ -17,11 +17,19 @@ from grapeshot.cli.options import (
     refuse_dynamic_options,
 )
 from grapeshot.cli.output import console, emit_json, warn
+from grapeshot.model.atomic import check_output_path
+from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
-from grapeshot.model.placement import Placement, placement_metrics, save_placement
+from grapeshot.model.placement import (
+    Placement,
+    placement_format,
+    placement_metrics,
+    save_placement,
+)
 from grapeshot.model.source import open_workload
 from grapeshot.model.synthetic import describe_kinds
 from grapeshot.place import STATIC_STRATEGIES, place
+from grapeshot.sim.resize import parts_per_core, sparse_note
 
 
 def place_command(
@@ -62,7 +70,21 @@ def place_command(
         int | None, typer.Option("--nodes", help="Nodes to use (default: the machine's).")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write the placement (JSON) here, atomically.")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write the placement here, atomically, in the format of its extension: .json "
+            "(grapeshot's, with seed and metrics), .part (METIS-style: line i holds partition "
+            "i's node), .csv (partition,node,core), .npy (int32 node per partition).",
+        ),
+    ] = None,
+    out_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="Format of --out whatever its extension: json, part, csv or npy "
+            "(docs/formats.md).",
+        ),
     ] = None,
     figure: Annotated[
         Path | None,
@@ -73,24 +95,33 @@ def place_command(
 ) -> None:
     """Place a workload's partitions on a machine's nodes and report the load balance.
 
-    Every static strategy gives each node a partition count proportional to its cores
-    (within one). A dynamic strategy starts from its static placement and is replayed over
-    the trace: every --interval steps it sees the costs of the steps since its last call and
-    may move partitions, which then stay there (no time passes: what a move costs in run
-    time is grapeshot simulate's answer). The report gives the load imbalance factor
-    LIF = max/mean − 1 of per-node load in each step (its mean and max over the steps), the
-    halo bytes per step that cross between nodes, how many other nodes each node talks to,
-    and for a dynamic strategy the migrations; --out writes the last step's placement.
+    Any trace or synthetic SPEC on any machine: the workload's partitions are placed as they
+    come, whatever their number (nothing is merged or regenerated; grapeshot simulate --ppc
+    resizes), and the report gives the real partitions per core (128 partitions on 4 nodes of 18
+    cores: 1.78). Every static strategy gives each node a partition count proportional to its
+    cores (within one). With fewer partitions than cores a note on standard error says how many
+    cores (or nodes) get none. A dynamic strategy starts from its static placement and is
+    replayed over the trace: every --interval steps it sees the costs of the steps since its
+    last call and may move partitions, which then stay there (no time passes: what a move costs
+    in run time is grapeshot simulate's answer). The report gives the load imbalance factor LIF
+    = max/mean − 1 of per-node load in each step (its mean and max over the steps), the halo
+    bytes per step that cross between nodes, how many other nodes each node talks to, and for a
+    dynamic strategy the migrations; --out writes the last step's placement.
     """
     if synthetic == "help":
         console.print(describe_kinds(), highlight=False, markup=False)
         return
+    # The file to write is checked before the placement is computed.
+    if out is None and out_format is not None:
+        raise InputError("--format", f"given without --out ({out_format})", "--out FILE")
+    if out is not None:
+        out_format = placement_format(out, out_format)
+        check_output_path(out, "--out")
     wl = open_workload(trace, synthetic)
     m = load_machine(machine, nodes)
-    if wl.n_parts < m.nodes:
-        warn("place", f"{wl.n_parts} partitions on {m.nodes} nodes: {m.nodes - wl.n_parts} "
-                      f"nodes get none ({wl.n_parts / m.total_cores:.3g} per core); fewer "
-                      "--nodes, or a finer partition grid")  # fmt: skip
+    note = sparse_note(wl.n_parts, m)  # fewer partitions than nodes, or than cores
+    if note is not None:
+        warn("place", note)
     options = {"interval": interval, "threshold": threshold, "balancer": balancer, "window": window}
     placement, metrics, replay = _place(wl, m, strategy, seed, **options)
     summary = {
@@ -99,6 +130,7 @@ def place_command(
         "machine": m.name,
         "nodes": m.nodes,
         "parts": wl.n_parts,
+        "parts_per_core": parts_per_core(wl.n_parts, m),
         "steps": wl.n_steps,
         "lif_mean": metrics.lif_mean,
         "lif_max": metrics.lif_max,
@@ -112,7 +144,7 @@ def place_command(
         summary["migrated_bytes"] = replay.migrated_bytes
         summary["rebalances"] = len(replay.migrations)
     if out is not None:
-        save_placement(out, placement, metrics=summary)
+        save_placement(out, placement, out_format, metrics=summary)
     if figure is not None:
         from grapeshot.report.figures import node_load_figure, save_figure
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,10 +13,13 @@ from rich.progress import Progress
 from rich.table import Table
 
 from grapeshot.cli.options import (
+    AppOption,
+    AppsHelp,
     BalancerOption,
     IntervalOption,
     ThresholdOption,
     WindowOption,
+    chosen_app,
     parse_cells,
     parse_parts,
     refuse_dynamic_options,
@@ -119,9 +123,24 @@ def migration_line(m: Any) -> str:
 
 def run_command(
     app_name: Annotated[
-        str, typer.Argument(metavar="APP", help="sph, swe, wavefront or commbench.")
-    ],
-    scene: Annotated[str, typer.Option("--scene", help="Scene of the app.")] = "dambreak",
+        str | None,
+        typer.Argument(
+            metavar="APP",
+            help="A built-in app (sph, swe, wavefront, commbench), an installed app (listed "
+            "below), or your own program as FILE.py:FACTORY or package.module:FACTORY "
+            "(docs/program-api.md).",
+            show_default=False,
+        ),
+    ] = None,
+    app_option: AppOption = None,
+    scene: Annotated[
+        str | None,
+        typer.Option(
+            "--scene",
+            help="Scene of a built-in app (default dambreak); passed to a factory that takes "
+            "scene=.",
+        ),
+    ] = None,
     parts: Annotated[
         str, typer.Option("--parts", help="Partitions per axis, e.g. 16,16 or 8,8,8.")
     ] = "16,16",
@@ -144,8 +163,9 @@ def run_command(
         Path | None,
         typer.Option(
             "--placement",
-            help="Run this placement (JSON of grapeshot place --out) instead of a --strategy: "
-            "its partitions must be the program's and its nodes the ranks.",
+            help="Run this placement (a file of grapeshot place --out: .json, .part, .csv or "
+            ".npy) instead of a --strategy: its partitions must be the program's and its "
+            "nodes the ranks.",
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the placement and scene.")] = 0,
@@ -214,10 +234,12 @@ def run_command(
 
     Start it with `mpiexec -n N grapeshot run APP ...`, one rank per core: each rank runs its
     partitions' tasks first in, first out, in the order their halos arrive, while the
-    messages for the others are in flight. Rank 0 places the partitions (--strategy) and
-    every rank builds its own. At the end rank 0 prints busy and idle time per rank, bytes
-    sent, and `fields_digest`, a hash of the final fields that is equal across executors,
-    rank counts and placements when the results are bitwise equal.
+    messages for the others are in flight. APP is a built-in app or your own program
+    (`--app FILE.py:FACTORY`, docs/program-api.md). Rank 0 places the partitions
+    (--strategy) and every rank builds its own. At the end rank 0 prints busy and idle time
+    per rank, the wall time of the steps with the set-up before them and the gathering after
+    them, bytes sent, and `fields_digest`, a hash of the final fields that is equal across
+    executors, rank counts and placements when the results are bitwise equal.
     """
     from grapeshot.runtime.lifeline import lifeline
 
@@ -237,20 +259,15 @@ def run_command(
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
         try:
-            from grapeshot.apps import APPS, get_app
+            from grapeshot.apps import make_app_program
             from grapeshot.runtime.driver import run_program
             from grapeshot.runtime.record import write_run_record, write_timeline
 
-            module = get_app(app_name)
-            if not APPS[app_name].runnable:
-                raise InputError(
-                    "APP",
-                    f"{app_name} only records traces",
-                    "sph, swe, wavefront or commbench (or use trace)",
-                )
+            app_name = chosen_app(app_name, app_option)
             part_shape = parse_parts(parts)
-            program = module.make_program(
-                scene, part_shape, cells=parse_cells(cells, len(part_shape)), seed=seed
+            setup_started = time.perf_counter()
+            program = make_app_program(
+                app_name, scene, part_shape, parse_cells(cells, len(part_shape)), seed
             )
             n_threads = threads
             if n_threads < 1:
@@ -280,7 +297,7 @@ def run_command(
                 transient=True,
                 disable=rank != 0 or as_json or not console.is_terminal,
             ) as bar:
-                task = bar.add_task(f"{app_name} {scene}", total=steps)
+                task = bar.add_task(f"{program.name} {program.scene}", total=steps)
                 starting.close()
                 outcome = run_program(
                     program,
@@ -300,6 +317,7 @@ def run_command(
                     probe_network=record is not None,
                     on_migrate=on_migrate,
                     dynamic=dynamic,
+                    setup_started=setup_started,
                 )
             if outcome is None:
                 return
@@ -322,7 +340,9 @@ def run_command(
             emit_json(summary)
             return
         # The title is a line of its own: as a table title it would wrap to the narrow table.
-        console.print(run_title(app_name, scene, summary), highlight=False, markup=False)
+        console.print(
+            run_title(program.name, program.scene, summary), highlight=False, markup=False
+        )
         table = Table()
         for col in ("rank", "busy (s)", "idle (s)"):
             table.add_column(col, justify="right")
@@ -330,8 +350,9 @@ def run_command(
             table.add_row(str(r), f"{b:.3f}", f"{i:.3f}")
         console.print(table)
         console.print(
-            f"wall {summary['wall_time']:.3f} s · {summary['messages']} messages, "
-            f"{summary['bytes_sent']:,} bytes · digest {summary['fields_digest'][:16]}"
+            f"wall {summary['wall_time']:.3f} s (set-up {summary['setup_seconds']:.3f} s before, "
+            f"gathering {summary['gather_seconds']:.3f} s after) · {summary['messages']} "
+            f"messages, {summary['bytes_sent']:,} bytes · digest {summary['fields_digest'][:16]}"
         )
         for path in (record, timeline):
             if path is not None:
@@ -340,4 +361,4 @@ def run_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``run`` to the command line."""
-    app.command("run")(run_command)
+    app.command("run", cls=AppsHelp)(run_command)

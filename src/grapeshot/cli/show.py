@@ -14,7 +14,12 @@ from grapeshot.cli.output import console, emit_json
 from grapeshot.model.errors import InputError
 
 #: What ``show`` reads; the message of an unrecognised file lists them.
-KINDS = "a trace or run record (HDF5), a placement or timeline (JSON), or a machine (.toml)"
+KINDS = (
+    "a trace or run record (HDF5), a placement (.json, .part, .csv, .npy) or timeline (JSON), "
+    "or a machine (.toml)"
+)
+#: Placement files other than grapeshot's JSON, recognised by their extension.
+PLACEMENT_TABLES = (".part", ".csv", ".npy")
 
 
 def _trace_facts(path: Path) -> dict[str, Any]:
@@ -74,6 +79,23 @@ def _record_facts(path: Path) -> dict[str, Any] | None:
     }
 
 
+def _placement_facts(path: Path) -> dict[str, Any]:
+    """What any placement file says: its strategy and seed (``.json`` only), its sizes."""
+    from grapeshot.model.placement import load_placement
+
+    placement = load_placement(path)
+    counts = placement.counts()
+    return {
+        "strategy": placement.strategy,
+        "seed": placement.seed,
+        "nodes": placement.nodes,
+        "parts": placement.n_parts,
+        "parts_per_node_min": int(counts.min()),
+        "parts_per_node_max": int(counts.max()),
+        "has_cores": placement.core_of is not None,
+    }
+
+
 def _json_facts(path: Path) -> tuple[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -82,19 +104,7 @@ def _json_facts(path: Path) -> tuple[str, dict[str, Any]]:
     except json.JSONDecodeError as exc:
         raise InputError(f"{path} line {exc.lineno}", f"invalid JSON: {exc.msg}", KINDS) from None
     if isinstance(data, dict) and data.get("format") == "grapeshot-placement":
-        from grapeshot.model.placement import load_placement
-
-        placement = load_placement(path)
-        counts = placement.counts()
-        facts = {
-            "strategy": placement.strategy,
-            "seed": placement.seed,
-            "nodes": placement.nodes,
-            "parts": placement.n_parts,
-            "parts_per_node_min": int(counts.min()),
-            "parts_per_node_max": int(counts.max()),
-            "has_cores": placement.core_of is not None,
-        }
+        facts = _placement_facts(path)
         metrics = data.get("metrics")
         if isinstance(metrics, dict):
             facts.update({k: v for k, v in metrics.items() if k not in facts})
@@ -137,13 +147,16 @@ def describe_file(path: Path) -> tuple[str, dict[str, Any]]:
         from grapeshot.model.machine_file import load_machine_file
 
         return "machine", describe_machine(load_machine_file(path))
+    if path.suffix.lower() in PLACEMENT_TABLES:
+        # No strategy, seed or node count in these: the nodes are the largest named + 1.
+        return "placement", {**_placement_facts(path), "format": path.suffix.lower()[1:]}
     return _json_facts(path)
 
 
 _WHAT = {
     "trace": "a workload trace (HDF5): cost per partition per step and the halo graph",
     "run record": "a run record (HDF5) of grapeshot run --record; also a trace",
-    "placement": "a placement (JSON) of grapeshot place --out: partition → node",
+    "placement": "a placement of grapeshot place --out: partition → node",
     "timeline": "a Chrome-trace timeline (JSON); open it in Perfetto",
     "machine": "a machine file (TOML)",
 }
@@ -168,7 +181,8 @@ def show_command(
     """Say what a file is (trace, run record, placement) and print its sizes and metrics.
 
     Reads any file grapeshot writes: a workload trace (`trace --out`), a run record (`run
-    --record`), a placement (`place --out`), a timeline (`--timeline`) or a machine file.
+    --record`), a placement (`place --out`: .json, .part, .csv, .npy), a timeline
+    (`--timeline`) or a machine file.
     A damaged or truncated file is one line saying so. Formats: docs/formats.md.
     """
     kind, facts = describe_file(file)

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from grapeshot.cli.options import BalancerOption, IntervalOption, ThresholdOption, WindowOption
-from grapeshot.cli.output import console, emit_json, err_console
+from grapeshot.cli.output import console, emit_json, err_console, warn
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.synthetic import describe_kinds
@@ -25,7 +25,7 @@ from grapeshot.sim.program import (
     Overheads,
     SimOptions,
 )
-from grapeshot.sim.resize import WorkloadSource
+from grapeshot.sim.resize import WorkloadSource, sparse_note
 from grapeshot.sim.sweep import Run, check_strategy, run_sweep, strategy_names
 from grapeshot.sim.timeline import write_timeline
 
@@ -51,16 +51,23 @@ _PARAGRAPHS = (
     "over the average; birdshot-best-of-k keeps the best of k random placements. Every "
     "rebalance is an allreduce of the measured loads, and a move costs the partition's "
     "state over the network.",
-    "**Partitions per core.** --ppc k needs exactly nodes × cores × k partitions. A "
-    "synthetic SPEC is regenerated over the same domain on the squarest grid with that many "
-    "partitions; a trace file is coarsened by merging whole blocks of partitions; anything "
-    "else stops with an error naming the numbers (docs/simulator.md).",
+    "**Partitions per core.** Without --ppc the workload runs as it comes, on any machine: "
+    "a trace's partitions as recorded, a synthetic SPEC's parts= as written. Every static "
+    "strategy gives each node its share by cores (within one partition), so 128 partitions on 4 "
+    "nodes of 18 cores run at 1.78 per core, and the table, --json and the figure say 1.78. "
+    "Fewer partitions than cores run too, with a note on standard error: the cores without a "
+    "partition idle. --ppc k resizes the workload, only when asked, to exactly nodes × cores "
+    "× k partitions: a synthetic SPEC is regenerated over the same domain on the squarest "
+    "grid with that many partitions; a trace file is coarsened by merging whole blocks of "
+    "partitions (it cannot be refined); anything else stops with an error naming the numbers "
+    "(docs/simulator.md).",
     "**What the numbers mean** (simulated time). step: mean time per step, from the "
     "end of one step to the end of the next. LIF: mean over steps of max/mean − 1 over nodes "
     "of the step's task time per core (0 is perfect balance). hidden: the share of the time "
     "with inter-node data in flight towards a node during which its cores computed. busy: "
     "the share of all core time spent computing. MB/step: inter-node halo data per step. "
-    "--json gives the same per run, for scripts.",
+    "--json gives the same per run, for scripts (ppc: --ppc's k, or the real partitions per "
+    "core of a workload run as it comes; parts_per_core: the real ratio, always).",
     "Example: grapeshot simulate --synthetic "
     "dambreak:parts=32x16x16,cells=16,steps=100,cell_bytes=40,ghost=3,cell_cost=2e-6 "
     "--machine ec2-c4.8xlarge --nodes 32 --strategy geometric,birdshot --ppc 1,2,4,8,16,32",
@@ -93,18 +100,20 @@ def _steps(text: str | None, where: str) -> tuple[int, int] | None:
     return a, b
 
 
-def _timeline_run(text: str | None, runs: list[tuple[str, int]]) -> tuple[str, int]:
+def _run_name(strategy: str, ppc: int | None) -> str:
+    """How --timeline-run names a run: STRATEGY:PPC if resized, STRATEGY as it comes."""
+    return strategy if ppc is None else f"{strategy}:{ppc}"
+
+
+def _timeline_run(text: str | None, runs: list[tuple[str, int | None]]) -> tuple[str, int | None]:
+    """The run ``--timeline-run`` names (the first by default), checked against ``runs``."""
     if text is None:
         return runs[0]
-    name, sep, k = text.rpartition(":")
-    try:
-        key = (name, int(k))
-    except ValueError:
-        key = ("", 0)
-    if not sep or key not in runs:
-        choices = ", ".join(f"{s}:{p}" for s, p in runs)
+    by_name = {_run_name(s, k): (s, k) for s, k in runs}
+    if text not in by_name:
+        choices = ", ".join(by_name)
         raise InputError("--timeline-run", f"got {text!r}", f"one of {choices}")
-    return key
+    return by_name[text]
 
 
 def sweep_figure(runs: list[Run], *, title: str):
@@ -115,16 +124,18 @@ def sweep_figure(runs: list[Run], *, title: str):
     strategies = list(dict.fromkeys(r.strategy for r in runs))
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     for name in strategies:
-        mine = sorted((r for r in runs if r.strategy == name), key=lambda r: r.ppc)
+        mine = sorted((r for r in runs if r.strategy == name), key=lambda r: r.parts_per_core)
         ax.plot(
-            [r.ppc for r in mine],
+            [r.parts_per_core for r in mine],
             [r.result.step_time_mean * 1e3 for r in mine],
             marker="o",
             label=name,
         )
     ax.set_xscale("log", base=2)
-    ticks = sorted({r.ppc for r in runs})
-    ax.set_xticks(ticks, [str(k) for k in ticks])
+    # The real partitions per core (1.78 for 128 partitions on 72 cores), labelled as the
+    # table prints them.
+    ticks = {r.parts_per_core: r.label for r in runs}
+    ax.set_xticks(sorted(ticks), [ticks[x] for x in sorted(ticks)])
     ax.minorticks_off()
     ax.set_xlabel("partitions per core")
     ax.set_ylabel("time per step (ms)")
@@ -136,7 +147,7 @@ def sweep_figure(runs: list[Run], *, title: str):
         best = min((r for r in runs if r.strategy == name), key=lambda r: r.result.total_time)
         res = best.result
         cores = float(res.cores.sum())
-        labels.append(f"{name}\n{best.ppc}/core")
+        labels.append(f"{name}\n{best.label}/core")
         busy.append(float(res.node_busy.sum()) / cores / res.n_steps * 1e3)
         idle.append(float(res.node_idle.sum()) / cores / res.n_steps * 1e3)
     x = np.arange(len(labels))
@@ -184,7 +195,7 @@ def simulate_placement(
     options: SimOptions,
     timeline_steps: tuple[int, int] | None,
 ) -> Run:
-    """Simulate the placement read from ``path`` on the workload as it is (no resizing).
+    """Simulate the placement read from ``path`` on the workload as it comes (no resizing).
 
     Raises
     ------
@@ -221,8 +232,7 @@ def simulate_placement(
         program=build_program(wl, options),
         network=network_model(machine, options.hop_latency),
     )
-    ppc = max(1, round(wl.n_parts / machine.total_cores))
-    return Run("placement", ppc, fixed.seed or 0, wl.parts_shape, result)
+    return Run("placement", None, fixed.seed or 0, wl.parts_shape, result)
 
 
 def simulate_command(
@@ -256,14 +266,19 @@ def simulate_command(
     ppc: Annotated[
         str | None,
         typer.Option(
-            "--ppc", help="Comma-separated partitions per core, e.g. 1,2,4,8 (default 1)."
+            "--ppc",
+            help="Comma-separated partitions per core, e.g. 1,2,4,8: resize the workload to "
+            "nodes × cores × k partitions for each k (regenerate a SPEC, coarsen a trace). "
+            "Default: none, the workload runs as it comes (any partition count on any "
+            "machine; the real partitions per core are reported).",
         ),
     ] = None,
     placement: Annotated[
         Path | None,
         typer.Option(
             "--placement",
-            help="Simulate this placement (JSON of grapeshot place --out) instead of "
+            help="Simulate this placement (a file of grapeshot place --out: .json, .part, "
+            ".csv or .npy) instead of "
             "--strategy and --ppc: its partitions must be the workload's, its nodes the "
             "machine's (the default --nodes).",
         ),
@@ -312,7 +327,10 @@ def simulate_command(
     ] = None,
     timeline_run: Annotated[
         str | None,
-        typer.Option("--timeline-run", help="Run of the timeline, STRATEGY:PPC (default: first)."),
+        typer.Option(
+            "--timeline-run",
+            help="Run of the timeline: STRATEGY:PPC, or STRATEGY without --ppc (default: first).",
+        ),
     ] = None,
     timeline_steps: Annotated[
         str, typer.Option("--timeline-steps", help="Steps a:b of the timeline.")
@@ -356,7 +374,6 @@ def simulate_command(
         fixed = load_placement(placement)
         nodes = fixed.nodes if nodes is None else nodes
     strategy = "geometric,birdshot" if strategy is None else strategy
-    ppc = "1" if ppc is None else ppc
     strategies = [s.strip() for s in strategy.split(",") if s.strip()]
     if not strategies:
         raise InputError("--strategy", f"got {strategy!r}", "comma-separated strategy names")
@@ -364,7 +381,8 @@ def simulate_command(
         check_strategy(name)
     dynamic_options = _dynamic_options(strategies, interval=interval, threshold=threshold,
                                        window=window, balancer=balancer)  # fmt: skip
-    ppcs = _int_list(ppc, "--ppc")
+    # Without --ppc the workload runs as it comes: resizing happens only when asked.
+    ppcs = None if ppc is None else _int_list(ppc, "--ppc")
     steps_ab = _steps(step_range, "--step-range")
     window = _steps(timeline_steps, "--timeline-steps")
     m = load_machine(machine, nodes)
@@ -398,13 +416,23 @@ def simulate_command(
         if synthetic is not None
         else WorkloadSource(workload=workload, steps=steps_ab)
     )
+    pairs: list[tuple[str, int | None]]
     if fixed is not None:
         assert placement is not None
-        pairs = [("placement", max(1, round(fixed.n_parts / m.total_cores)))]
+        pairs = [("placement", None)]
     else:
-        pairs = [(s, k) for k in ppcs for s in strategies]
+        pairs = [(s, k) for k in (ppcs or [None]) for s in strategies]
     selected = _timeline_run(timeline_run, pairs) if timeline is not None else None
     tl = None if selected is None or window is None else (selected[0], selected[1], window)
+    if ppcs is None:
+        # Every input is checked by now: the note comes before the run, not before an error.
+        n_given = fixed.n_parts if fixed is not None else source.as_given().n_parts
+        remedy = "fewer --nodes, or a finer partition grid" + (
+            "" if synthetic is None else " (parts=, or --ppc K to regenerate the SPEC)"
+        )
+        note = sparse_note(n_given, m, remedy)
+        if note is not None:
+            warn("simulate", note)
 
     if fixed is not None:
         assert placement is not None
@@ -463,6 +491,7 @@ def simulate_command(
                 "machine": m.name,
                 "nodes": m.nodes,
                 "cores_per_node": m.cores_per_node,
+                "total_cores": m.total_cores,
                 "workload": source.description,
                 "runs": [r.summary() for r in runs],
                 "figures": written,
@@ -475,7 +504,7 @@ def simulate_command(
     for path in written:
         console.print(f"figure written to {path}")
     if timeline_path is not None:
-        console.print(f"timeline ({tl[0]} at {tl[1]} per core) written to {timeline_path}")
+        console.print(f"timeline ({_run_name(tl[0], tl[1])}) written to {timeline_path}")
 
 
 #: The table's columns: header, justification. Short headers keep it within 80 columns;
@@ -497,6 +526,16 @@ def _ratio(slow: float, fast: float) -> str:
     return "as fast as" if slow <= fast * 1.005 else f"{slow / fast:.2f}× faster than"
 
 
+def _per_core(run: Run) -> str:
+    """A run's partitions per core in a sentence: ``--ppc``'s k, else the real ratio."""
+    return str(run.ppc) if run.ppc is not None else run.label
+
+
+def _per_core_order(run: Run) -> float:
+    """Sort key of runs by partitions per core (``--ppc``'s k, else the real ratio)."""
+    return float(run.ppc) if run.ppc is not None else run.parts_per_core
+
+
 def recommendation(runs: list[Run], scale: float, unit: str) -> str:
     """One line: which strategy and partitions per core to use, and against what.
 
@@ -506,7 +545,7 @@ def recommendation(runs: list[Run], scale: float, unit: str) -> str:
     """
     best = min(runs, key=lambda r: r.result.total_time)
     head = (
-        f"Use {best.strategy} at {best.ppc} per core: "
+        f"Use {best.strategy} at {_per_core(best)} per core: "
         f"{best.result.step_time_mean * scale:.3f} {unit} per step"
     )
     others = [r for r in runs if r.strategy != best.strategy]
@@ -514,20 +553,21 @@ def recommendation(runs: list[Run], scale: float, unit: str) -> str:
         rival = min(others, key=lambda r: r.result.total_time)
         return (
             f"{head}, {_ratio(rival.result.total_time, best.result.total_time)} "
-            f"{rival.strategy} at its best ({rival.ppc} per core)."
+            f"{rival.strategy} at its best ({_per_core(rival)} per core)."
         )
     mine = [r for r in runs if r is not best]
     if not mine:
         return f"{head} (one run: nothing to compare it with)."
-    base = min(runs, key=lambda r: r.ppc)
+    base = min(runs, key=_per_core_order)
     if base is best:
         slowest = max(mine, key=lambda r: r.result.total_time)
         return (
             f"{head}; more partitions per core only slow it down "
             f"({slowest.result.total_time / best.result.total_time:.2f}× slower at "
-            f"{slowest.ppc} per core)."
+            f"{_per_core(slowest)} per core)."
         )
-    return f"{head}, {_ratio(base.result.total_time, best.result.total_time)} at {base.ppc}."
+    gain = _ratio(base.result.total_time, best.result.total_time)
+    return f"{head}, {gain} at {_per_core(base)}."
 
 
 def _print_table(runs: list[Run], machine: str, nodes: int, description: str) -> None:
@@ -543,7 +583,7 @@ def _print_table(runs: list[Run], machine: str, nodes: int, description: str) ->
         res = r.result
         table.add_row(
             r.strategy + ("*" if res.total_time == fastest else ""),
-            str(r.ppc),
+            r.label,
             str(res.n_parts),
             f"{res.step_time_mean * scale:.3f}",
             f"{res.lif_mean:.3f}",

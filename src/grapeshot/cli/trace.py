@@ -24,10 +24,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from grapeshot.apps import APPS, get_app
+from grapeshot.apps import APPS, get_app, make_app_program
 from grapeshot.apps.trace_stats import TraceStats, trace_stats
-from grapeshot.cli.options import parse_cells, parse_parts
+from grapeshot.cli.options import AppOption, chosen_app, parse_cells, parse_parts
 from grapeshot.cli.output import console, emit_json, err_console
+from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
 from grapeshot.model.program import Program
 from grapeshot.model.workload import UNITS, Workload, partition_bounds
@@ -120,21 +121,39 @@ def _stats_rows(stats: TraceStats, units: str) -> list[tuple[str, str]]:
 
 def trace_command(
     app_name: Annotated[
-        str, typer.Argument(metavar="APP", help=f"The app: {', '.join(APPS)}.", show_default=False)
-    ],
-    scene: Annotated[str, typer.Option("--scene", help="Scene of the app.", show_default=False)],
+        str | None,
+        typer.Argument(
+            metavar="APP",
+            help=f"The app: {', '.join(APPS)}, an installed app, or your own program as "
+            "FILE.py:FACTORY or package.module:FACTORY (docs/program-api.md).",
+            show_default=False,
+        ),
+    ] = None,
     parts: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--parts",
             help="Partitions per axis PX[,PY[,PZ]] (one value: a square 2-D grid).",
             show_default=False,
         ),
-    ],
-    steps: Annotated[int, typer.Option("--steps", help="Steps to run.", show_default=False)],
+    ] = None,
+    steps: Annotated[
+        int | None, typer.Option("--steps", help="Steps to run.", show_default=False)
+    ] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Workload file to write (HDF5).", show_default=False)
-    ],
+        Path | None,
+        typer.Option("--out", help="Workload file to write (HDF5).", show_default=False),
+    ] = None,
+    app_option: AppOption = None,
+    scene: Annotated[
+        str | None,
+        typer.Option(
+            "--scene",
+            help="Scene of a built-in app (required for those); passed to a factory that "
+            "takes scene=.",
+            show_default=False,
+        ),
+    ] = None,
     cells: Annotated[
         str | None,
         typer.Option("--cells", help="Cells per axis NX[,NY[,NZ]] (default: the scene's)."),
@@ -163,37 +182,50 @@ def trace_command(
 ) -> None:
     """Run a mini-app and record its per-partition cost trace (a workload file).
 
-    Runnable apps (swe, wavefront, sph, commbench) run here with the serial executor,
-    partition by partition; trace generators (flip, zmodel) build their trace. The statistics
-    at the end say how the load varies: the cost share of the busiest 10% of partitions, the
-    share of partitions with no work, and whether the busiest 10% in the first quarter of the
-    steps are still the busiest in the last quarter (overlap 1) or the load has moved (overlap
-    near 0).
+    Runnable apps (swe, wavefront, sph, commbench, and your own program: --app
+    FILE.py:FACTORY) run here with the serial executor, partition by partition; trace
+    generators (flip, zmodel) build their trace. The statistics at the end say how the load
+    varies: the cost share of the busiest 10% of partitions, the share of partitions with no
+    work, and whether the busiest 10% in the first quarter of the steps are still the busiest
+    in the last quarter (overlap 1) or the load has moved (overlap near 0).
     """
+    from grapeshot.apps.user import installed_apps, is_user_app
+
+    app_name = chosen_app(app_name, app_option)
+    for option, value in (("--parts", parts), ("--steps", steps), ("--out", out)):
+        if value is None:
+            raise InputError(option, "missing", f"{option} with trace {app_name}")
     if units is not None and units not in UNITS:
         raise InputError("--units", f"got {units!r}", f"one of {', '.join(UNITS)}")
     if isinstance(steps, bool) or steps < 1:
         raise InputError("--steps", f"got {steps}", "an integer >= 1")
     if every < 1:
         raise InputError("--every", f"got {every}", "an integer >= 1")
+    check_output_path(out, "--out")
     part_shape = parse_parts(parts)
     cell_shape = parse_cells(cells, len(part_shape))
     if seed < 0:
         raise InputError("--seed", f"got {seed}", "a non-negative integer")
-    module = _load_app(app_name)
-    if scene not in module.SCENES:
-        raise InputError(
-            "--scene", f"{app_name} has no scene {scene!r}", f"one of {', '.join(module.SCENES)}"
-        )
-    summary: dict[str, Any] = {"app": app_name, "scene": scene, "steps": steps}
+    user = app_name not in APPS and (is_user_app(app_name) or app_name in installed_apps())
+    if not user:
+        module = _load_app(app_name)
+        if scene is None:
+            raise InputError("--scene", "missing", f"one of {', '.join(module.SCENES)}")
+        if scene not in module.SCENES:
+            raise InputError(
+                "--scene",
+                f"{app_name} has no scene {scene!r}",
+                f"one of {', '.join(module.SCENES)}",
+            )
     written: list[str] = []
-    if APPS[app_name].runnable:
-        program = module.make_program(scene, part_shape, cells=cell_shape, seed=seed)
+    if user or APPS[app_name].runnable:
+        program = make_app_program(app_name, scene, part_shape, cell_shape, seed)
+        summary: dict[str, Any] = {"app": program.name, "scene": program.scene, "steps": steps}
         chosen = units or "s"
         if chosen == "s":
             _warm_up(program)
         frames = _Frames(program, vtk, snap) if (vtk or snap) else None
-        with _ProgressBar(as_json, f"{app_name} {scene}") as tick:
+        with _ProgressBar(as_json, f"{program.name} {program.scene}") as tick:
             run = run_recorded(
                 program, steps, every=every if frames else None, on_frame=frames, progress=tick
             )
@@ -201,6 +233,7 @@ def trace_command(
         summary.update(time=run.time, digest=run.digest())
         written = frames.written if frames else []
     else:
+        summary = {"app": app_name, "scene": scene, "steps": steps}
         if vtk is not None or snap is not None:
             raise InputError(
                 "--vtk" if vtk is not None else "--snapshot",

@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from grapeshot.model.errors import InputError
+
 #: The mode a new file gets before the umask applies (what ``open(path, "w")`` asks for).
 _NEW_FILE_MODE = 0o666
 
@@ -64,3 +66,35 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def check_output_path(path: str | os.PathLike[str], where: str) -> Path:
+    """Refuse, before any work starts, an output path that :func:`atomic_path` cannot write.
+
+    ``atomic_path`` creates missing folders, so the path is writable when it is not a folder
+    itself and the nearest folder that exists above it is a folder this process may write in.
+
+    Parameters
+    ----------
+    path
+        The file to be written.
+    where
+        The option that names it, for the message (``"--out"``).
+
+    Raises
+    ------
+    InputError
+        ``"<where> <path>: <what is wrong>; expected ..."``.
+    """
+    final = Path(path)
+    label = f"{where} {path}"
+    if final.is_dir():
+        raise InputError(label, "is a folder", "a file name")
+    parent = final.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(label, f"{parent} is not a folder", "a path whose folders are folders")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(label, f"cannot write in {parent}", "a folder you may write in")
+    return final

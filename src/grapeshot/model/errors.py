@@ -44,6 +44,21 @@ class InputError(GrapeshotError, ValueError):
         return (InputError, (self.where, self.problem, self.expected))
 
 
+def exception_line(exc: BaseException, *, lines: int = 3, limit: int = 400) -> str:
+    """``Type: message`` on one line: the message's first ``lines`` non-empty lines, at most
+    ``limit`` characters (a numba typing error runs to dozens of lines; its first three say
+    what failed and for which types)."""
+    kept: list[str] = []
+    for line in str(exc).splitlines():
+        line = " ".join(line.split())
+        if line and line not in kept:  # numba repeats a line per nested pipeline
+            kept.append(line)
+    text = " / ".join(kept[:lines])
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def read_input_text(path: str | os.PathLike[str], expected: str, *, errors: str = "strict") -> str:
     """The UTF-8 text of an input file; one :class:`InputError` naming it if it cannot be read.
 

@@ -4,6 +4,12 @@ LIF, the load imbalance factor, is the source paper's: ``max / mean − 1`` over
 step's load. On machines whose nodes differ in cores the load compared is per core (a node
 with twice the cores is expected to carry twice the work); on equal nodes that is the same
 number as the paper's.
+
+A placement file is written in one of :data:`PLACEMENT_FORMATS` (docs/formats.md): grapeshot's
+JSON, which keeps everything, or one of three files any language reads without a JSON parser
+(a METIS-style ``.part`` file, a ``.csv`` table, a NumPy ``.npy`` array), which keep the node
+of every partition (the ``.csv`` also its core) but not the strategy, the seed or the number
+of nodes. :func:`load_placement` reads all four back.
 """
 
 from __future__ import annotations
@@ -11,15 +17,20 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from grapeshot.model.atomic import write_text_atomic
-from grapeshot.model.errors import InputError, read_input_text
+from grapeshot.model.atomic import atomic_path, write_text_atomic
+from grapeshot.model.csv_table import Column, read_lines, read_table, read_utf8
+from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
 from grapeshot.model.workload import Workload
+
+#: Most nodes a placement may have: node numbers are int32 (MPI ranks are C ints).
+MAX_NODES = int(np.iinfo(np.int32).max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,8 +61,9 @@ class Placement:
         node_of = np.asarray(self.node_of)
         if node_of.ndim != 1 or not np.issubdtype(node_of.dtype, np.integer):
             raise InputError("node_of", f"has shape {node_of.shape}", "a 1-D integer array")
-        if self.nodes < 1:
-            raise InputError("nodes", f"got {self.nodes}", "an integer >= 1")
+        if not 1 <= self.nodes <= MAX_NODES:
+            # node_of is stored as int32: a larger node number would wrap around silently.
+            raise InputError("nodes", f"got {self.nodes}", f"an integer in [1, {MAX_NODES}]")
         if len(node_of) and (node_of.min() < 0 or node_of.max() >= self.nodes):
             raise InputError("node_of", "has nodes out of range", f"[0, {self.nodes})")
         object.__setattr__(self, "node_of", node_of.astype(np.int32, copy=False))
@@ -90,15 +102,131 @@ class Placement:
         return out
 
 
-def save_placement(path: str | os.PathLike[str], placement: Placement, **extra: Any) -> None:
-    """Write the placement file (JSON) atomically; ``extra`` adds fields such as metrics."""
+#: The placement file formats and the file extension that selects each (docs/formats.md).
+PLACEMENT_FORMATS: dict[str, str] = {"json": ".json", "part": ".part", "csv": ".csv", "npy": ".npy"}
+#: The header of a placement ``.csv`` file.
+CSV_HEADER = "partition,node,core"
+#: ``core`` in a ``.csv`` placement whose strategy left the core to the runtime: a number,
+#: so the column reads as integers everywhere (an empty field would not, in C or numpy).
+NO_CORE = -1
+#: The dtype of a ``.npy`` placement: little-endian int32, the same bytes on every machine
+#: (MPI ranks are C ints).
+NPY_DTYPE = np.dtype("<i4")
+_NODE = f"a node number in [0, {MAX_NODES - 1}]"
+
+
+def placement_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
+    """The format ``place --out PATH [--format FMT]`` writes: ``FMT``, else by extension.
+
+    Raises
+    ------
+    InputError
+        If ``fmt`` is not a format, or it is ``None`` and the extension selects none.
+    """
+    names = "|".join(PLACEMENT_FORMATS)
+    if fmt is not None:
+        if fmt.lower() not in PLACEMENT_FORMATS:
+            raise InputError("--format", f"got {fmt!r}", f"one of {', '.join(PLACEMENT_FORMATS)}")
+        return fmt.lower()
+    suffix = Path(path).suffix.lower()
+    for name, extension in PLACEMENT_FORMATS.items():
+        if suffix == extension:
+            return name
+    problem = f"has the extension {suffix!r}" if suffix else "has no extension"
+    raise InputError(
+        f"--out {path}",
+        f"{problem}, which names no placement format",
+        f"{', '.join(PLACEMENT_FORMATS.values())}, or --format {names}",
+    )
+
+
+def save_placement(
+    path: str | os.PathLike[str], placement: Placement, fmt: str = "json", **extra: Any
+) -> None:
+    """Write the placement file atomically in the format ``fmt``.
+
+    Parameters
+    ----------
+    path
+        The file.
+    placement
+        What to write.
+    fmt
+        A name of :data:`PLACEMENT_FORMATS`: ``json`` (everything, and ``extra``), ``part``
+        (one node a line), ``csv`` (``partition,node,core``), ``npy`` (int32 nodes).
+    extra
+        Fields the JSON adds, such as ``metrics``; the other formats have no room for them.
+    """
+    if fmt not in _WRITERS:
+        raise InputError("format", f"got {fmt!r}", f"one of {', '.join(PLACEMENT_FORMATS)}")
+    _WRITERS[fmt](path, placement, extra)
+
+
+def _save_json(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps({**placement.to_dict(), **extra}) + "\n")
 
 
+def _save_part(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
+    write_text_atomic(path, "\n".join(map(str, placement.node_of.tolist())) + "\n")
+
+
+def _save_csv(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
+    node_of, core_of = placement.node_of, placement.core_of
+    core = np.full_like(node_of, NO_CORE) if core_of is None else core_of
+    rows = np.column_stack([np.arange(placement.n_parts), node_of, core])
+    with atomic_path(path) as tmp:
+        np.savetxt(tmp, rows, fmt="%d", delimiter=",", header=CSV_HEADER, comments="")
+
+
+def _save_npy(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        # Version 1.0 of the format: the one small C and Fortran .npy readers support.
+        np.lib.format.write_array(fh, placement.node_of.astype(NPY_DTYPE), version=(1, 0))
+
+
+#: Format name → ``writer(path, placement, extra)``; only the JSON has room for ``extra``.
+_WRITERS = {"json": _save_json, "part": _save_part, "csv": _save_csv, "npy": _save_npy}
+
+
 def load_placement(path: str | os.PathLike[str]) -> Placement:
-    """Read a placement file written by :func:`save_placement`."""
+    """Read a placement file in any of :data:`PLACEMENT_FORMATS`.
+
+    The extension says which; a file with another extension is recognised by its first
+    bytes (``place --out FILE --format ...`` may have named it anything). ``.part``,
+    ``.csv`` and ``.npy`` files hold no strategy, seed or node count: the placement read
+    has strategy ``"unknown"``, no seed, and the largest node number + 1 nodes.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the line, field or element that is wrong.
+    """
+    return _LOADERS[_stored_format(path)](path)
+
+
+def _stored_format(path: str | os.PathLike[str]) -> str:
+    suffix = Path(path).suffix.lower()
+    for name, extension in PLACEMENT_FORMATS.items():
+        if suffix == extension:
+            return name
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return "json"  # its reader says why the file cannot be read
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head.startswith(np.lib.format.MAGIC_PREFIX):
+        return "npy"
+    if text[:1].isdigit() or (text[:1] == b"-" and text[1:2].isdigit()):
+        return "part"
+    if text.lower().startswith(b"partition"):
+        return "csv"
+    return "json"
+
+
+def _load_json(path: str | os.PathLike[str]) -> Placement:
     where = str(path)
-    text = read_input_text(path, "a placement JSON file")
+    text = read_utf8(path, "a placement JSON file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -120,6 +248,115 @@ def load_placement(path: str | os.PathLike[str]) -> Placement:
         if isinstance(exc, InputError):
             raise InputError(f"{where}: {exc.where}", exc.problem, exc.expected) from None
         raise InputError(where, f"malformed placement ({exc})", None) from None
+
+
+def _from_nodes(node_of: np.ndarray, core_of: np.ndarray | None = None) -> Placement:
+    """A placement read from a file without a node count: as many nodes as are named."""
+    return Placement(
+        node_of=node_of,
+        nodes=int(node_of.max()) + 1,
+        strategy="unknown",
+        seed=None,
+        core_of=core_of,
+    )
+
+
+def _load_part(path: str | os.PathLike[str]) -> Placement:
+    node = Column("node", True, f"{_NODE} (line i + 1 holds partition i's)", 0, MAX_NODES - 1)
+    return _from_nodes(read_lines(path, node, "a .part file: one node number a line"))
+
+
+def _load_csv(path: str | os.PathLike[str]) -> Placement:
+    columns = (
+        Column("partition", True, f"a partition number in [0, {MAX_NODES - 1}]", 0, MAX_NODES - 1),
+        Column("node", True, _NODE, 0, MAX_NODES - 1),
+        Column("core", True, f"a core number >= 0, or {NO_CORE} for none", NO_CORE, MAX_NODES,
+               required=False),
+    )  # fmt: skip
+    table = read_table(path, columns, f"a placement CSV file ({CSV_HEADER})")
+    if not len(table):
+        raise InputError(table.where, "has no rows", "one row per partition after the header")
+    part = table.columns["partition"]
+    order = np.argsort(part, kind="stable")
+    ranked = part[order]
+    again = np.flatnonzero(ranked[1:] == ranked[:-1]) + 1
+    if again.size:
+        # The repeat met first in the file, and the line it repeats.
+        j = again[np.argmin(table.lines[order[again]])]
+        raise InputError(
+            table.at(order[j], "partition"),
+            f"repeats partition {ranked[j]} (line {table.lines[order[j - 1]]})",
+            "each partition on one row",
+        )
+    gap = np.flatnonzero(ranked != np.arange(len(ranked)))
+    if gap.size:
+        raise InputError(
+            table.where,
+            f"has no row for partition {gap[0]} (its {len(ranked)} rows name partitions up "
+            f"to {ranked[-1]})",
+            "one row for each partition 0 to N - 1",
+        )
+    node_of = table.columns["node"][order]
+    core_of = table.columns["core"][order] if "core" in table.columns else None
+    if core_of is not None:
+        unset = core_of == NO_CORE
+        if unset.all():
+            core_of = None
+        elif unset.any():
+            rows = order[[int(np.argmax(unset)), int(np.argmin(unset))]]
+            raise InputError(
+                table.at(rows[0], "core"),
+                f"is {NO_CORE} where line {table.lines[rows[1]]} gives a core",
+                f"a core on every row, or {NO_CORE} on every row (no core decided)",
+            )
+    return _from_nodes(node_of, core_of)
+
+
+def _load_npy(path: str | os.PathLike[str]) -> Placement:
+    where = str(path)
+    expected = "a NumPy .npy file of one integer node number per partition"
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as fh:
+            try:
+                version = fmt.read_magic(fh)
+            except ValueError:
+                raise InputError(where, "is not a .npy file", expected) from None
+            readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+            if version not in readers:
+                raise InputError(where, f"is .npy version {version}", "version 1.0 or 2.0")
+            try:
+                shape, _, dtype = readers[version](fh)
+            except Exception as exc:
+                # numpy parses the header with ast and tokenize: a damaged one raises
+                # ValueError, SyntaxError, tokenize.TokenError, ... whatever the damage is.
+                raise InputError(where, f"has a damaged .npy header ({exc})", expected) from None
+            if len(shape) == 1 and shape[0] < 0:
+                raise InputError(where, f"has a damaged .npy header (shape {shape})", expected)
+            if dtype.kind not in "iu":
+                raise InputError(where, f"holds {dtype} values", "integers (int32 or int64)")
+            if len(shape) != 1:
+                raise InputError(where, f"has shape {shape}", "a 1-D array (one node a partition)")
+            data = fh.read()
+    except OSError as exc:
+        raise InputError(where, f"cannot read ({exc.strerror or exc})", expected) from None
+    need = shape[0] * dtype.itemsize
+    if len(data) != need:
+        size = "is truncated" if len(data) < need else "is longer than its header says"
+        raise InputError(
+            where, f"{size}: {len(data):,} bytes of data for {need:,}", f"{shape[0]} {dtype}"
+        )
+    if not shape[0]:
+        raise InputError(where, "has no partitions", expected)
+    node_of = np.frombuffer(data, dtype=dtype)
+    bad = np.flatnonzero((node_of < 0) | (node_of > MAX_NODES - 1))
+    if bad.size:
+        raise InputError(f"{where}: partition {bad[0]}", f"has node {node_of[bad[0]]}", _NODE)
+    return _from_nodes(node_of.astype(np.int32))
+
+
+#: Format name → ``reader(path)``.
+_LOADERS = {"json": _load_json, "part": _load_part, "csv": _load_csv, "npy": _load_npy}
 
 
 @dataclass(frozen=True, eq=False)

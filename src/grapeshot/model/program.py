@@ -15,6 +15,10 @@ phase, on every partition:
    :attr:`Exchange.boundary` fills the ghost cells on the domain's own walls.
 2. **kernel**: ``kernel(block, box, ctx)`` updates the block. Kernels call numba functions
    compiled with ``nogil=True`` so a runtime can run several partitions at once in threads.
+   A *plain kernel* (:attr:`Phase.fields` given) is instead called
+   ``kernel(*[block[f] for f in fields], box.kernel_box, params)``: a numba function of the
+   block's arrays, a :class:`KernelBox` and the step's float64 parameters, which the task
+   runtime runs on many partitions in one compiled call (no :class:`Batch` to write).
 3. **reduce** (optional): the kernel's return value is combined over all partitions with
    ``min``, ``max`` or ``sum`` (``sum`` in partition-id order, so every executor gets the
    same bits) and published as ``ctx.values[name]`` for the following phases.
@@ -34,11 +38,12 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import GrapeshotError, InputError, exception_line
 from grapeshot.model.workload import check_grid, partition_bounds
 
 Block = dict[str, np.ndarray]
@@ -49,6 +54,29 @@ Offset = tuple[int, ...]
 def neighbour_offsets(ndim: int) -> tuple[Offset, ...]:
     """All ``3**ndim - 1`` neighbour offsets in the fixed order executors use."""
     return tuple(o for o in itertools.product((-1, 0, 1), repeat=ndim) if any(o))
+
+
+@cache
+def face_offsets(ndim: int) -> tuple[Offset, ...]:
+    """The ``2 * ndim`` face neighbours (one non-zero axis), in :func:`neighbour_offsets` order."""
+    return tuple(o for o in neighbour_offsets(ndim) if sum(map(abs, o)) == 1)
+
+
+class KernelBox(NamedTuple):
+    """What a plain kernel knows of its partition: plain integers, so numba takes it whole.
+
+    Every attribute but ``part`` and ``ghost`` is a tuple with one entry per axis. A padded
+    field's interior on axis ``a`` is ``ghost .. ghost + shape[a]``; global cell ``lo[a] + i``
+    is local index ``ghost + i``; the partition touches the domain's low wall on axis ``a``
+    when ``lo[a] == 0`` and its high wall when ``hi[a] == domain[a]``.
+    """
+
+    part: int
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+    shape: tuple[int, ...]
+    ghost: int
+    domain: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -111,12 +139,25 @@ class Box:
         g = self.ghost
         return tuple(slice(g, g + n) for n in self.shape)
 
+    @cached_property
+    def kernel_box(self) -> KernelBox:
+        """This box as a plain kernel sees it."""
+        return KernelBox(self.part, self.lo, self.hi, self.shape, self.ghost, self.domain_shape)
+
 
 def partition_boxes(
     domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], ghost: int
 ) -> list[Box]:
     """Every partition's :class:`Box`, in partition-id order."""
     check_grid(domain_shape, parts_shape, "--parts")
+    shapes = (tuple(int(n) for n in domain_shape), tuple(int(k) for k in parts_shape))
+    return list(_boxes(*shapes, int(ghost)))
+
+
+@lru_cache(maxsize=4)
+def _boxes(domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], ghost: int):
+    # A run asks for its boxes several times (each rank's runtime, its records, the
+    # gathering); boxes are immutable, so one tuple serves them all.
     bounds = partition_bounds(domain_shape, parts_shape)
     for axis, b in enumerate(bounds):
         if np.diff(b).min() < ghost:
@@ -130,7 +171,7 @@ def partition_boxes(
         lo = tuple(int(bounds[a][i]) for a, i in enumerate(index))
         hi = tuple(int(bounds[a][i + 1]) for a, i in enumerate(index))
         boxes.append(Box(part, index, lo, hi, tuple(parts_shape), tuple(domain_shape), ghost))
-    return boxes
+    return tuple(boxes)
 
 
 def halo_slab(box: Box, offset: Offset, width: int, ghost_side: bool) -> tuple[slice, ...]:
@@ -202,6 +243,10 @@ class Exchange:
         buffer of a partition at once, uses it when given: a particle app then sorts a
         partition's particles into all its layers in one compiled pass instead of one
         Python call per neighbour.
+    corners
+        ``False``: only the ``2 * ndim`` face neighbours exchange (:func:`face_offsets`), for
+        stencils that never read the ghost cells in the corners (a 5-point Laplacian); the
+        corner ghosts then keep whatever they held. Grid fields only (no custom packers).
     """
 
     fields: tuple[str, ...]
@@ -210,10 +255,19 @@ class Exchange:
     unpack: Callable[[Block, Box, Offset, np.ndarray], None] | None = None
     boundary: Callable[[Block, Box], None] | None = None
     pack_all: Callable[[Block, Box, Sequence[Offset]], list[np.ndarray]] | None = None
+    corners: bool = True
 
     def __post_init__(self) -> None:
         if self.pack_all is not None and self.pack is None:
             raise ValueError("Exchange.pack_all is a fast path of pack: give pack as well")
+        if not self.corners and (self.pack is not None or self.unpack is not None):
+            raise ValueError(
+                "Exchange(corners=False) is for grid fields: custom packers get every neighbour"
+            )
+
+    def offsets(self, ndim: int) -> tuple[Offset, ...]:
+        """The neighbours this exchange moves halos with, in :func:`neighbour_offsets` order."""
+        return neighbour_offsets(ndim) if self.corners else face_offsets(ndim)
 
     def packer(self) -> Callable[[Block, Box, Offset], np.ndarray]:
         """The packer to use (built once per exchange: it caches its slices)."""
@@ -370,6 +424,10 @@ class Batch:
         :meth:`Program.work` returns for the partition: where every phase is batched, the
         runtime reads all the counts of a rank at a step's end with one numpy index instead
         of a Python call per partition.
+    shapes
+        ``True``: the runtime appends to each partition's ``iparams`` row the shape of each of
+        ``fields`` in its block (the field's dimensions, fields in order), for batches that
+        must reshape fields the box alone does not size (a plain kernel's generated batch).
     """
 
     fields: tuple[str, ...]
@@ -378,6 +436,7 @@ class Batch:
     iparams: Callable[[Box], np.ndarray]
     status: str | None = None
     work: str | None = None
+    shapes: bool = False
 
     def __post_init__(self) -> None:
         for role in ("status", "work"):
@@ -395,27 +454,97 @@ class Context:
     values: dict[str, float] = field(default_factory=dict)
 
 
+#: What a plain kernel without ``params`` gets as its parameters.
+_NO_PARAMS = np.zeros(0)
+
+
 @dataclass(frozen=True)
 class Phase:
-    """One kernel over every partition, with what precedes and follows it (``batch``: the
-    same work on many partitions in one compiled call, see :class:`Batch`)."""
+    """One kernel over every partition, with what precedes and follows it.
+
+    Parameters
+    ----------
+    name
+        Names the phase in records, timelines and errors.
+    kernel
+        ``kernel(block, box, ctx)``, or with ``fields`` a *plain kernel*
+        ``kernel(*[block[f] for f in fields], box, params)`` (:meth:`call`). Its return value
+        (a number, or ``None``) is what ``reduce`` combines.
+    exchange, graph, reduce, migrate
+        See :class:`Exchange`, :class:`GraphExchange`, :class:`Reduction`, :class:`Migration`.
+    batch
+        A hand-written :class:`Batch` (the same work on many partitions in one compiled call).
+    fields
+        Makes ``kernel`` a plain kernel: the block entries it takes, in order. When it is a
+        numba function (``@njit``, best with ``nogil=True, cache=True``), the task runtime
+        compiles a batch around it: many ready partitions in one compiled call, the same bits
+        as calling it partition by partition (:mod:`grapeshot.runtime.plain_batch`). A plain
+        Python function with that signature works too, one call per partition.
+    params
+        With ``fields``: ``params(ctx)``, the step's float parameters (time step, time, a
+        reduced value from ``ctx.values``), converted to a float64 1-D array; ``None`` gives
+        the kernel an empty array.
+    """
 
     name: str
-    kernel: Callable[[Block, Box, Context], float | None]
+    kernel: Callable
     exchange: Exchange | None = None
     reduce: Reduction | None = None
     migrate: Migration | None = None
     batch: Batch | None = None
     #: Payloads to arbitrary partitions, delivered and unpacked before ``exchange``.
     graph: GraphExchange | None = None
+    fields: tuple[str, ...] | None = None
+    params: Callable[[Context], Sequence[float] | np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        if self.fields is None:
+            if self.params is not None:
+                raise ValueError(f"phase {self.name!r}: params is for plain kernels; give fields")
+            return
+        fields = (self.fields,) if isinstance(self.fields, str) else tuple(self.fields)
+        if not fields or not all(isinstance(f, str) and f for f in fields):
+            raise ValueError(
+                f"phase {self.name!r}: fields must name block entries, got {self.fields!r}"
+            )
+        if len(set(fields)) != len(fields):
+            raise ValueError(f"phase {self.name!r}: fields {fields} name an entry twice")
+        if self.batch is not None:
+            raise ValueError(
+                f"phase {self.name!r}: a plain kernel (fields) is batched by the runtime; "
+                "give fields or batch, not both"
+            )
+        object.__setattr__(self, "fields", fields)
+
+    def step_params(self, ctx: Context) -> np.ndarray:
+        """A plain kernel's parameters for ``ctx``: float64, 1-D (empty without ``params``)."""
+        if self.params is None:
+            return _NO_PARAMS
+        values = np.asarray(self.params(ctx), dtype=np.float64)
+        if values.ndim > 1:
+            raise ValueError(
+                f"phase {self.name!r}: params(ctx) gave shape {values.shape}; expected 1-D"
+            )
+        values = np.ascontiguousarray(values.reshape(-1))
+        # One array type for every step: a read-only array would compile the kernel again.
+        return values if values.flags.writeable else values.copy()
+
+    def call(self, block: Block, box: Box, ctx: Context) -> float | None:
+        """Run the kernel on one partition, as executors do outside batches."""
+        if self.fields is None:
+            return self.kernel(block, box, ctx)
+        arrays = [block[f] for f in self.fields]
+        return self.kernel(*arrays, box.kernel_box, self.step_params(ctx))
 
 
 class Program(ABC):
     """A simulation written once for every executor.
 
     Subclasses set :attr:`name`, :attr:`scene`, :attr:`domain_shape`, :attr:`parts_shape`,
-    :attr:`ghost` and :attr:`phases`, and implement :meth:`init_block`, :meth:`work` and
-    :meth:`output_fields`. :meth:`advance` ends a step (default: ``ctx.values["dt"]``).
+    :attr:`ghost` and :attr:`phases`, and implement :meth:`init_block` and
+    :meth:`output_fields`. :meth:`work` (default: :attr:`work_field`'s first element, else the
+    partition's cells) gives the count a partition's cost follows; :meth:`advance` ends a
+    step (default: ``ctx.values["dt"]``).
     """
 
     name: str = "program"
@@ -427,6 +556,13 @@ class Program(ABC):
     #: Names in :meth:`output_fields` that are particle attributes (one row per particle,
     #: gathered by concatenation and sorted by ``"id"``), not grid fields.
     particle_fields: tuple[str, ...] = ()
+    #: A block entry (an integer array) whose first element a kernel keeps equal to the
+    #: partition's work count: the default :meth:`work` reads it, and the task runtime reads
+    #: every partition's count of a rank in one index instead of a Python call each.
+    work_field: str | None = None
+    #: Where the program came from when it is not a built-in app (``heat.py:make_heat``, set
+    #: by :mod:`grapeshot.apps.user`): the first words of every error a task of it raises.
+    origin: str | None = None
 
     def boxes(self) -> list[Box]:
         """Every partition's box, in partition-id order."""
@@ -441,9 +577,15 @@ class Program(ABC):
     def init_block(self, box: Box) -> Block:
         """The initial state of the partition ``box``."""
 
-    @abstractmethod
     def work(self, block: Block, box: Box) -> int:
-        """The count that drives this partition's cost (particles, wet cells, band cells)."""
+        """The count that drives this partition's cost (particles, wet cells, band cells).
+
+        Default: ``block[work_field][0]`` with :attr:`work_field`, else the partition's
+        interior cells (a stencil's cost).
+        """
+        if self.work_field is not None:
+            return int(block[self.work_field][0])
+        return math.prod(box.shape)
 
     @abstractmethod
     def output_fields(self, block: Block, box: Box) -> dict[str, np.ndarray]:
@@ -455,6 +597,26 @@ class Program(ABC):
 
     def check_block(self, block: Block, box: Box, ctx: Context, phase: str) -> None:  # noqa: B027
         """Raise :class:`SimulationError` if the block went unstable (default: no check)."""
+
+
+def needs_corners(program: Program) -> bool:
+    """Whether halos of ``program`` travel between diagonal neighbours: ``False`` only when
+    it has exchanges, every one ``Exchange(corners=False)``, and no migration (particles
+    move diagonally)."""
+    exchanges = [ph.exchange for ph in program.phases if ph.exchange is not None]
+    migrates = any(ph.migrate is not None for ph in program.phases)
+    return migrates or not exchanges or any(ex.corners for ex in exchanges)
+
+
+def failure_text(program: Program, part: int, step: int, phase: str, exc: BaseException) -> str:
+    """One line saying which task failed and how: ``[origin: ]partition P, step S, phase 'X'
+    failed: Type: message`` (every executor words a failing task this way)."""
+    where = f"{program.origin}: " if program.origin else ""
+    return f"{where}partition {part}, step {step}, phase {phase!r} failed: {exception_line(exc)}"
+
+
+class TaskFailed(GrapeshotError):
+    """A task's kernel (or unpacker, boundary, ...) raised; the message is :func:`failure_text`."""
 
 
 class SimulationError(InputError):

@@ -117,6 +117,7 @@ def run_program(
     dynamic=None,
     exchange: str = "ac",
     shm: bool = True,
+    setup_started: float | None = None,
 ) -> RunOutcome | None:
     """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
 
@@ -147,7 +148,15 @@ def run_program(
         With the task executor: ranks of one node write their grid halo messages straight
         into each other's inboxes (a shared-memory window); ``False`` sends them all
         through MPI (:mod:`grapeshot.runtime.mailboxes`).
+    setup_started
+        ``time.perf_counter()`` when the caller began building the program (default: now).
+        The summary's ``setup_seconds`` run from it to the first step (program, placement,
+        blocks, plans, compilation: what the user waits for before step 0);
+        ``gather_seconds`` from the last step to the outcome (fields gathered on rank 0,
+        digest).
     """
+    if setup_started is None:
+        setup_started = time.perf_counter()
     size, rank = comm.Get_size(), comm.Get_rank()
     from grapeshot.exchange.schedules import ALGORITHMS as EXCHANGES
 
@@ -260,6 +269,11 @@ def run_program(
         seg_starts,
     )
     outcome.network = network
+    first, last = gathered[0][0], gathered[0][-1]
+    outcome.summary["setup_seconds"] = max(0.0, first["started"] - setup_started)
+    outcome.summary["gather_seconds"] = max(
+        0.0, time.perf_counter() - (last["started"] + last["wall"])
+    )
     return outcome
 
 
@@ -269,6 +283,7 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
     run = run_serial(
         program, steps, progress=None if on_step is None else (lambda d, n: on_step(d - 1))
     )
+    ended = time.perf_counter()
     record = TaskRecord()
     # The serial executor times whole steps per partition; one record per (step, part).
     cursor = 0.0
@@ -294,6 +309,8 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
         0,
         run.time,
         run.halo_bytes,
+        # The serial wall is its kernels' seconds: everything else of the run counts as set-up.
+        started=ended - cursor,
     )
 
 
@@ -327,7 +344,7 @@ def halo_comm(program: Program):
     comm-aware strategies' halo graph."""
     from scipy import sparse
 
-    from grapeshot.model.program import graph_targets
+    from grapeshot.model.program import graph_targets, needs_corners
     from grapeshot.model.workload import grid_halo
 
     n = program.n_parts
@@ -340,6 +357,7 @@ def halo_comm(program: Program):
             program.parts_shape,
             ghost=program.ghost,
             cell_bytes=8 * max(1, exchanges),
+            corners=needs_corners(program),
         )
         src = np.repeat(np.arange(n), np.diff(halo.indptr))
         m = sparse.csr_array((halo.nbytes.astype(np.float64), (src, halo.indices)), shape=(n, n))
@@ -494,6 +512,7 @@ def _portable(program: Program, r: RankResult) -> dict[str, Any]:
         "wait_seconds": r.wait_seconds,
         "serial_seconds": r.serial_seconds,
         "copied_bytes": r.copied_bytes,
+        "started": r.started,
         "outputs": {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()},
     }
 

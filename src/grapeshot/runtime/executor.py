@@ -20,12 +20,13 @@ in memory, receives one message from each rank that sends to it and unpacks, in 
 order, before the phase's halo exchange and tasks; grid phases never pay for it.
 
 A phase with a :class:`~grapeshot.model.program.Batch` runs each set of ready partitions in
-one compiled call that stamps every task's start, so no Python runs between its tasks. With one
-thread per rank, a batched grid exchange is *fused* into the tasks: the rank sends its messages
-but copies no halo itself; each task, right before its kernel, copies its own halos — with the
-rank's other partitions, both ways with every neighbour that has not run yet (whose cells still
-hold what this phase must see), and out of the arrived messages into its ghost cells — and,
-right after its kernel, packs its part of the next phase's messages
+one compiled call that stamps every task's start, so no Python runs between its tasks (a
+phase with a plain numba kernel gets one generated: :mod:`grapeshot.runtime.plain_batch`).
+With one thread per rank, a batched grid exchange is *fused* into the tasks: the rank sends its
+messages but copies no halo itself; each task, right before its kernel, copies its own halos —
+with the rank's other partitions, both ways with every neighbour that has not run yet (whose
+cells still hold what this phase must see), and out of the arrived messages into its ghost
+cells — and, right after its kernel, packs its part of the next phase's messages
 (:mod:`grapeshot.model.task_halos`). The copies then happen in the task, on the data its kernel
 is about to read or has just written, and count as its work.
 
@@ -45,26 +46,33 @@ their buffers in neighbour order, reductions combine in partition order.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import queue
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from grapeshot.exchange.collectives import ordered_allreduce
+from grapeshot.model.errors import InputError, exception_line
 from grapeshot.model.program import (
+    Batch,
     Block,
     Context,
     Offset,
     Phase,
     Program,
     SimulationError,
+    face_offsets,
+    failure_text,
     graph_targets,
+    needs_corners,
     neighbour_offsets,
 )
 from grapeshot.model.task_halos import no_halos
@@ -81,6 +89,7 @@ from grapeshot.runtime.halo_plan import (
     rank_links,
 )
 from grapeshot.runtime.mailboxes import Mailboxes
+from grapeshot.runtime.plain_batch import iparams_table, is_compiled, plain_batch
 from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import (
     GRAPH,
@@ -227,6 +236,9 @@ class RankResult:
     wait_seconds: float = 0.0
     serial_seconds: float = 0.0
     copied_bytes: int = 0
+    #: ``time.perf_counter()`` on this rank when its first step started (every rank leaves
+    #: the barrier before it together); the wall before it is the run's set-up.
+    started: float = 0.0
 
 
 def run_tasks(
@@ -305,10 +317,11 @@ class _Runner:
         self.timeout = timeout
         self.boxes = program.boxes()
         self.node_of = node_of
-        self.links = rank_links(self.boxes, node_of, self.rank)
+        ndim = len(program.parts_shape)
+        self.links = rank_links(self.boxes, node_of, self.rank, _exchanged_offsets(program))
         self.local = [int(p) for p in self.links.local_parts]
         self.position = {p: i for i, p in enumerate(self.local)}
-        self.offsets = neighbour_offsets(len(program.parts_shape))
+        self.offsets = neighbour_offsets(ndim)
         # Per local partition (ascending), the offsets of every halo it sends, local or not.
         sent: dict[int, list[Offset]] = {}
         for link in [*self.links.local, *itertools.chain(*self.links.send.values())]:
@@ -320,14 +333,15 @@ class _Runner:
             else {p: program.init_block(self.boxes[p]) for p in self.local}
         )
         # Per local partition: (offset, neighbour, the slot this partition has in the
-        # neighbour's offset order), for emigrants.
+        # neighbour's offset order), for emigrants (programs that migrate only).
+        migrates = any(ph.migrate is not None for ph in program.phases)
         self.neighbours = [
             [
                 (o, q, self.offsets.index(tuple(-x for x in o)))
                 for o in self.offsets
                 if (q := self.boxes[p].neighbour(o)) is not None
             ]
-            for p in self.local
+            for p in (self.local if migrates else ())
         ]
         self.grid_names = tuple(
             sorted(
@@ -339,10 +353,14 @@ class _Runner:
                 }
             )
         )
-        self.batched = {
-            k for k, ph in enumerate(program.phases) if ph.batch is not None and _batchable(ph)
+        #: The batch of every batched phase: its own, or one generated for a plain kernel.
+        self.batches: dict[int, Batch] = {
+            k: batch
+            for k, ph in enumerate(program.phases)
+            if (batch := _batch_of(program, ph, self.blocks[self.local[0]])) is not None
         }
-        batch_names = {n for k in self.batched for n in program.phases[k].batch.fields}
+        self.batched = set(self.batches)
+        batch_names = {n for batch in self.batches.values() for n in batch.fields}
         self.arena = Arena(
             tuple(sorted(set(self.grid_names) | batch_names)), self.links.local_parts, self.blocks
         )
@@ -376,11 +394,16 @@ class _Runner:
             ph.graph is None for ph in program.phases
         )
         self.work_at = None
-        named = {program.phases[k].batch.work for k in self.batched} - {None}
+        #: With every phase batched and the default ``Program.work`` counting cells: the
+        #: counts, the same every step.
+        self.work_cells = None
+        named = {batch.work for batch in self.batches.values()} - {None}
         if self.all_batched and len(named) == 1:
             w = named.pop()
             bases = np.array([self.arena.base[w][p] for p in self.local], dtype=np.int64)
             self.work_at = (self.arena.flat[w], bases)
+        elif self.all_batched and program.work_field is None and type(program).work is Program.work:
+            self.work_cells = np.array([np.prod(self.boxes[p].shape) for p in self.local])
         self.graph_plans: dict[int, GraphPlan] = {
             k: graph_plan(graph_targets(ph.graph, self.boxes), node_of, self.rank)
             for k, ph in enumerate(program.phases)
@@ -447,7 +470,7 @@ class _Runner:
             nxt != k
             and nxt in self.plans
             and phases[nxt].graph is None
-            and set(nxt_ex.fields) <= set(phases[k].batch.fields)
+            and set(nxt_ex.fields) <= set(self.batches[k].fields)
         ):
             # Round n of phase k comes before round n of a later phase and before round n + 1
             # of phase 0.
@@ -541,6 +564,7 @@ class _Runner:
             self.wait_seconds,
             max(0.0, wall - main_tasks - self.halo_seconds - self.wait_seconds),
             self.copied_bytes,
+            self.t0,
         )
 
     def record_work(self) -> None:
@@ -548,6 +572,9 @@ class _Runner:
         if self.work_at is not None:  # every count in one index (Batch.work)
             flat, bases = self.work_at
             self.work_rows.append(flat[bases])
+            return
+        if self.work_cells is not None:
+            self.work_rows.append(self.work_cells)
             return
         for p in self.local:
             self.work[p].append(int(self.program.work(self.blocks[p], self.boxes[p])))
@@ -575,7 +602,7 @@ class _Runner:
         if k in self.batched and (k - 1) % len(self.program.phases) not in self.batched:
             # The phase before ran task by task: a kernel may have replaced an array this
             # batch works on (exchanged fields were brought back by send_grid already).
-            for name in phase.batch.fields:
+            for name in self.batches[k].fields:
                 self.arena.refresh(self.blocks, name)
         # FIFO: the partitions with all their halos at hand first, in partition order, then
         # those each arriving message completes.
@@ -715,7 +742,8 @@ class _Runner:
 
     def one_task(self, k: int) -> Callable:
         phase = self.program.phases[k]
-        exchange, kernel, name = phase.exchange, phase.kernel, phase.name
+        exchange, name = phase.exchange, phase.name
+        kernel = phase.kernel if phase.fields is None else phase.call
         boundary = exchange.boundary if exchange is not None else None
         unpack = exchange.unpacker() if exchange is not None and k not in self.plans else None
         emigrate = phase.migrate.emigrate if phase.migrate is not None else None
@@ -751,16 +779,17 @@ class _Runner:
 
     def batch_task(self, k: int) -> Callable:
         phase = self.program.phases[k]
-        batch, name = phase.batch, phase.name
+        batch, name = self.batches[k], phase.name
         arena = self.arena
         arrays = tuple(arena.flat[f] for f in batch.fields)
         bases = np.array(
             [[arena.base[f][p] for p in self.local] for f in batch.fields], dtype=np.int64
         ).reshape(len(batch.fields), len(self.local))
-        iparams = np.array([batch.iparams(self.boxes[p]) for p in self.local], dtype=np.int64)
-        iparams = iparams.reshape(len(self.local), -1)
+        iparams = iparams_table(batch, self.boxes, self.local, arena)
         run, params_of, values = batch.run, batch.params, self.batch_values
+        # Programs that keep the default check_block (no check) pay nothing per task for it.
         check = self.program.check_block
+        checked = type(self.program).check_block is not Program.check_block
         # Where each partition's status word is, if the batch keeps one: only the partitions
         # it flags need a check_block call.
         status = (np.zeros(0, dtype=np.int64), np.zeros(len(self.local), dtype=np.int64))
@@ -790,10 +819,16 @@ class _Runner:
                         "grapeshot.model.task_halos.task_begins before each partition and "
                         "batch_ends after the last"
                     )
-                for p in local[flagged].tolist():
-                    check(blocks[p], boxes[p], ctx, name)
+                if checked:
+                    for p in local[flagged].tolist():
+                        check(blocks[p], boxes[p], ctx, name)
             except BaseException as exc:  # the main thread reports it and aborts the run
-                self.fail(int(local[positions[0]]) if positions.size else -1, step, name, exc)
+                # The task that raised is the last one that began.
+                begun = np.flatnonzero(stamps[: positions.size])
+                at = (
+                    positions[begun[-1]] if begun.size else (positions[0] if positions.size else -1)
+                )
+                self.fail(int(local[at]) if at >= 0 else -1, step, name, exc)
             self.progress_at = time.perf_counter()
             if positions.size:
                 times = stamps * 1e-9 + self.stamp_offset
@@ -806,7 +841,15 @@ class _Runner:
             """Compile (or load) ``run`` on no partition, before the clock starts."""
             none = np.zeros(0, dtype=np.int64)
             stamps = np.zeros(1, np.int64)
-            run(arrays, bases, none, np.zeros(16), iparams, values, stamps, by_parity[0])
+            try:
+                run(arrays, bases, none, np.zeros(16), iparams, values, stamps, by_parity[0])
+            except NumbaError as exc:  # every rank compiles the same: each stops here
+                origin = f"{self.program.origin}: " if self.program.origin else ""
+                raise InputError(
+                    f"{origin}phase {name!r}",
+                    f"numba cannot compile its kernel: {exception_line(exc)}",
+                    "a numba kernel of (its fields..., box, params) (docs/program-api.md)",
+                ) from None
 
         task.warm = warm
         return task
@@ -816,8 +859,7 @@ class _Runner:
         if self.failure is None:
             if isinstance(exc, SimulationError):
                 part = exc.part
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            self.failure = f"partition {part}, step {step}, phase {name!r} failed: {detail}"
+            self.failure = failure_text(self.program, part, step, name, exc)
 
     # -- halos ---------------------------------------------------------------------------
 
@@ -1186,14 +1228,51 @@ class _Runner:
                 self.abort(f"no progress for {self.timeout:g} s; waiting for {self.waiting_for}")
 
     def abort(self, message: str) -> None:
-        sys.stderr.write(f"grapeshot: error: rank {self.rank}: {message}\n")
-        sys.stderr.flush()
-        self.data.Abort(3)
+        abort_run(self.data, f"rank {self.rank}: {message}")
+
+
+def abort_run(comm, message: str) -> None:
+    """End every rank of the job, exit status 2, after one line on standard error.
+
+    ``MPI_Abort`` is what ends every rank under any launcher; MPICH then prints a line of its
+    own saying the same, which would make the error two lines: it goes to ``/dev/null``.
+    """
+    sys.stderr.write(f"grapeshot: error: {message}\n")
+    sys.stderr.flush()
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+    comm.Abort(2)
 
 
 def _batchable(phase: Phase) -> bool:
     """Whether the runtime may run the phase's batch: no custom packers, no migration."""
     return phase.migrate is None and (phase.exchange is None or _is_grid(phase))
+
+
+def _batch_of(program: Program, phase: Phase, block: Block) -> Batch | None:
+    """The batch the runtime runs for ``phase``: its own, one generated around its plain numba
+    kernel (whose walls the kernel fills itself: a Python ``boundary`` needs the per-task
+    path), or ``None``."""
+    if not _batchable(phase):
+        return None
+    if phase.batch is not None:
+        return phase.batch
+    if phase.fields is None or not is_compiled(phase.kernel):
+        return None
+    if phase.exchange is not None and phase.exchange.boundary is not None:
+        return None
+    work = program.work_field
+    if work not in phase.fields or type(program).work is not Program.work:
+        work = None
+    ndims = tuple(np.ndim(block[f]) for f in phase.fields)
+    return plain_batch(phase, len(program.parts_shape), ndims, work)
+
+
+def _exchanged_offsets(program: Program) -> tuple[Offset, ...]:
+    """The neighbours a rank's links cover: the faces alone when no halo needs a corner."""
+    ndim = len(program.parts_shape)
+    return neighbour_offsets(ndim) if needs_corners(program) else face_offsets(ndim)
 
 
 def _sender(item: tuple[int, np.ndarray]) -> int:

@@ -23,7 +23,7 @@ applies it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -83,12 +83,19 @@ def _message_order(link: Link) -> tuple[int, int]:
     return (link.dst, link.slot)
 
 
-def rank_links(boxes: list[Box], node_of: np.ndarray, rank: int) -> RankLinks:
-    """The links of ``rank`` under placement ``node_of`` (int array ``(P,)``: rank per part)."""
+def rank_links(
+    boxes: list[Box], node_of: np.ndarray, rank: int, offsets: tuple[Offset, ...] | None = None
+) -> RankLinks:
+    """The links of ``rank`` under placement ``node_of`` (int array ``(P,)``: rank per part).
+
+    ``offsets``: the neighbours that exchange (default every one; the faces alone when no
+    exchange of the program needs its corners). A link's ``slot`` is always its place in
+    the full :func:`neighbour_offsets` order.
+    """
     node_of = np.asarray(node_of)
     ndim = len(boxes[0].parts_shape)
-    offsets = neighbour_offsets(ndim)
-    slot_of = {o: i for i, o in enumerate(offsets)}
+    slot_of = {o: i for i, o in enumerate(neighbour_offsets(ndim))}
+    offsets = neighbour_offsets(ndim) if offsets is None else offsets
     local_parts = np.flatnonzero(node_of == rank)
     position = {int(p): i for i, p in enumerate(local_parts)}
     local: list[Link] = []
@@ -138,6 +145,8 @@ class Arena:
         self.base: dict[str, dict[int, int]] = {}
         self.views: dict[str, dict[int, np.ndarray]] = {}
         self.offset: dict[str, int] = {}
+        self._bases: dict[str, np.ndarray] = {}
+        self._kinds: dict[str, tuple[np.ndarray, list[tuple[int, ...]]]] = {}
         columns = {name: [np.asarray(blocks[p][name]) for p in self.parts] for name in names}
         for name, arrays in columns.items():
             dtypes = {a.dtype for a in arrays}
@@ -167,6 +176,38 @@ class Arena:
                 self.views[name][p] = view
                 blocks[p][name] = view
 
+    def positions(self, parts: np.ndarray) -> np.ndarray:
+        """Where each of ``parts`` (partition ids) is among the arena's partitions."""
+        ids = np.asarray(self.parts, dtype=np.int64)
+        sort = np.argsort(ids, kind="stable")
+        return sort[np.searchsorted(ids[sort], parts)]
+
+    def bases(self, name: str) -> np.ndarray:
+        """int64 ``(L,)``: where each partition's segment of field ``name`` starts."""
+        cached = self._bases
+        if name not in cached:
+            cached[name] = np.array([self.base[name][p] for p in self.parts], dtype=np.int64)
+        return cached[name]
+
+    def shape_kinds(self, name: str, boxes: list[Box]) -> tuple[np.ndarray, list[tuple]]:
+        """``(kind of each partition, shapes)``: the distinct shapes of field ``name`` and
+        which one each partition's array has; checks each starts with its box's padded
+        shape (what halo slabs index)."""
+        cached = self._kinds
+        if name not in cached:
+            shapes: dict[tuple[int, ...], int] = {}
+            kinds = np.empty(len(self.parts), dtype=np.int64)
+            for i, p in enumerate(self.parts):
+                shape = self.views[name][p].shape
+                if shape[: boxes[p].ndim] != boxes[p].padded_shape:
+                    raise ValueError(
+                        f"partition {p}: grid field of shape {shape} does not start with the "
+                        f"padded box shape {boxes[p].padded_shape}"
+                    )
+                kinds[i] = shapes.setdefault(shape, len(shapes))
+            cached[name] = (kinds, list(shapes))
+        return cached[name]
+
     def refresh(self, blocks: dict[int, Block], name: str) -> None:
         """Bring back into the arena any ``block[name]`` a kernel replaced by a new array."""
         views = self.views[name]
@@ -183,16 +224,6 @@ class Arena:
                 blocks[p][name] = view
 
 
-def _slab_indices(shape: tuple[int, ...], box: Box, offset: Offset, width: int, ghost: bool):
-    """Flat C-order indices, within a field of ``shape``, of a halo slab (trailing axes whole)."""
-    if shape[: box.ndim] != box.padded_shape:
-        raise ValueError(
-            f"partition {box.part}: grid field of shape {shape} does not start with the padded "
-            f"box shape {box.padded_shape}"
-        )
-    return _slab_of_shape(shape, box.shape, box.ghost, offset, width, ghost)
-
-
 @lru_cache(maxsize=4096)
 def _slab_of_shape(shape, interior, g, offset, width, ghost) -> np.ndarray:
     # Partitions of one grid mostly share their shape: each slab is computed once per shape.
@@ -201,6 +232,81 @@ def _slab_of_shape(shape, interior, g, offset, width, ghost) -> np.ndarray:
     idx = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[sl].ravel()
     idx.flags.writeable = False
     return idx
+
+
+def _slab_table(
+    arena: Arena,
+    boxes: list[Box],
+    width: int,
+    entries: list[tuple[str, int, Offset]],
+    ghost: bool,
+    shared: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cells of each ``(name, part, offset)`` slab, one after the other, and each slab's
+    size: indices into ``arena.flat[name]`` (``shared``: into ``arena.shared``).
+
+    A grid's partitions have a few shapes, so the slabs are a few arrays: each is computed
+    once and every slab is that array plus its partition's base, laid out with numpy
+    gathers for all of them at once (a Python loop over the slabs cost a second for 4,096
+    partitions).
+    """
+    n = len(entries)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    names_e, parts_e, offsets_e = zip(*entries, strict=True)
+    ndim = boxes[0].ndim
+    offset_id = {o: i for i, o in enumerate(neighbour_offsets(ndim))}
+    names = list(dict.fromkeys(names_e))
+    name_id = np.array([names.index(x) for x in names_e], dtype=np.int64) if len(names) > 1 else 0
+    parts = np.fromiter(parts_e, dtype=np.int64, count=n)
+    offsets = np.array([offset_id[o] for o in offsets_e], dtype=np.int64)
+    at = arena.positions(parts)
+    kind = np.zeros(n, dtype=np.int64)
+    base = np.zeros(n, dtype=np.int64)
+    shapes: list[list[tuple[int, ...]]] = []
+    for j, name in enumerate(names):
+        mine = name_id == j
+        kinds, table = arena.shape_kinds(name, boxes)
+        kind[mine] = kinds[at[mine]]
+        base[mine] = arena.bases(name)[at[mine]] + (arena.offset[name] if shared else 0)
+        shapes.append(table)
+    n_kinds = max(len(t) for t in shapes)
+    key = (name_id * n_kinds + kind) * len(offset_id) + offsets
+    unique, which = np.unique(key, return_inverse=True)
+    slabs = []
+    for k in unique.tolist():
+        name_k, rest = divmod(k, n_kinds * len(offset_id))
+        kind_k, off_k = divmod(rest, len(offset_id))
+        shape = shapes[name_k][kind_k]
+        slabs.append(
+            _slab_of_shape(
+                shape, _interior(shape, ndim, boxes[0].ghost), boxes[0].ghost,
+                neighbour_offsets(ndim)[off_k], width, ghost,
+            )
+        )  # fmt: skip
+    lengths = np.array([a.size for a in slabs], dtype=np.int64)
+    sizes = lengths[which]
+    table = np.concatenate(slabs)
+    table_start = _starts(lengths)[which]
+    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(_starts(sizes), sizes)
+    cells = np.repeat(base, sizes) + table[np.repeat(table_start, sizes) + within]
+    return cells, sizes
+
+
+def _interior(shape: tuple[int, ...], ndim: int, ghost: int) -> tuple[int, ...]:
+    return tuple(n - 2 * ghost for n in shape[:ndim])
+
+
+def _starts(sizes: np.ndarray) -> np.ndarray:
+    """Where each of consecutive chunks of ``sizes`` starts."""
+    return (np.cumsum(sizes) - sizes).astype(np.int64)
+
+
+def _reorder_chunks(cells: np.ndarray, sizes: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The chunks of ``cells`` (consecutive, of ``sizes``) in ``order``."""
+    moved = sizes[order]
+    within = np.arange(int(moved.sum()), dtype=np.int64) - np.repeat(_starts(moved), moved)
+    return cells[np.repeat(_starts(sizes)[order], moved) + within]
 
 
 @dataclass
@@ -240,31 +346,25 @@ def grid_plan(
 
     # Only local partitions' slabs are ever indexed: the sender gathers its interiors, the
     # receiver scatters into its ghosts.
-    def shape_of(name: str, part: int) -> tuple[int, ...]:
-        return arena.views[name][part].shape
+    def gather(name: str, link_list: list[Link], ghost: bool) -> np.ndarray:
+        if ghost:
+            entries = [(name, link.dst, _back(link.offset)) for link in link_list]
+        else:
+            entries = [(name, link.src, link.offset) for link in link_list]
+        return _slab_table(arena, boxes, width, entries, ghost)[0]
 
-    def gather(name: str, link_list: list[Link], ghost: bool, with_base: bool) -> np.ndarray:
-        chunks = []
-        for link in link_list:
-            part = link.dst if ghost else link.src
-            offset = tuple(-x for x in link.offset) if ghost else link.offset
-            idx = _slab_indices(shape_of(name, part), boxes[part], offset, width, ghost)
-            chunks.append(idx + arena.base[name][part] if with_base else idx)
-        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
-
-    local_src = {n: gather(n, links.local, False, True) for n in names}
-    local_dst = {n: gather(n, links.local, True, True) for n in names}
-    send = {r: {n: gather(n, ls, False, True) for n in names} for r, ls in links.send.items()}
-    recv = {r: {n: gather(n, ls, True, True) for n in names} for r, ls in links.recv.items()}
-    pair_bytes: dict[tuple[int, int], int] = {}
-    for link in [*links.local, *(x for ls in links.send.values() for x in ls)]:
-        nbytes = 0
-        for name in names:
-            cells = _slab_indices(
-                shape_of(name, link.src), boxes[link.src], link.offset, width, False
-            ).size
-            nbytes += cells * arena.flat[name].dtype.itemsize
-        pair_bytes[(link.src, link.dst)] = nbytes
+    local_src = {n: gather(n, links.local, False) for n in names}
+    local_dst = {n: gather(n, links.local, True) for n in names}
+    send = {r: {n: gather(n, ls, False) for n in names} for r, ls in links.send.items()}
+    recv = {r: {n: gather(n, ls, True) for n in names} for r, ls in links.recv.items()}
+    every = [*links.local, *(x for ls in links.send.values() for x in ls)]
+    nbytes = np.zeros(len(every), dtype=np.int64)
+    for name in names:
+        entries = [(name, link.src, link.offset) for link in every]
+        nbytes += _slab_table(arena, boxes, width, entries, False)[1] * arena.flat[name].itemsize
+    pair_bytes = {
+        (link.src, link.dst): int(b) for link, b in zip(every, nbytes.tolist(), strict=True)
+    }
     return GridPlan(names, local_src, local_dst, send, recv, pair_bytes)
 
 
@@ -297,43 +397,46 @@ def _cat(chunks: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(chunks).astype(np.int64) if chunks else np.zeros(0, np.int64)
 
 
-def _shared_cells(arena: Arena, boxes: list[Box], width: int):
-    """``cells(name, part, offset, ghost)``: a slab's indices in ``arena.shared``."""
-
-    def cells(name: str, part: int, offset: Offset, ghost: bool) -> np.ndarray:
-        shape = arena.views[name][part].shape
-        idx = _slab_indices(shape, boxes[part], offset, width, ghost)
-        return idx + (arena.offset[name] + arena.base[name][part])
-
-    return cells
-
-
 def _message_pieces(
     groups: dict[int, list[Link]],
     starts: dict[int, int],
     header_bytes: int,
     names: tuple[str, ...],
     n: int,
+    slab: tuple[Arena, list[Box], int, bool],
     piece_of,
 ) -> tuple[np.ndarray, ...]:
     """Every message of ``groups`` (``{rank: links}``) cut into one piece per link and field,
-    grouped by the local partition ``piece_of(link, name)`` names: ``(position, cells)``.
+    grouped by the local partition ``piece_of(link)`` gives as ``(position, part, offset)``
+    (the slab's partition and side), in message order within each partition; ``slab`` is
+    ``(arena, boxes, width, ghost)``.
 
     Returns ``(ptr, at, lo, hi, idx)`` (:mod:`grapeshot.model.task_halos`' layout).
     """
-    pieces: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n)]
-    for r in sorted(groups):
-        at = (starts[r] + header_bytes) // 8  # float64 units
+    arena, boxes, width, ghost = slab
+    position: list[int] = []
+    entries: list[tuple[str, int, Offset]] = []
+    message: list[int] = []  # which message (rank) each piece is in, ascending
+    for j, r in enumerate(sorted(groups)):
         for name in names:  # a message holds each field's cells over all its links in turn
             for link in groups[r]:
-                i, idx = piece_of(link, name)
-                pieces[i].append((at, idx))
-                at += idx.size
-    flat = [piece for row in pieces for piece in row]
-    sizes = np.array([idx.size for _, idx in flat], dtype=np.int64)
-    lo = np.concatenate([[0], np.cumsum(sizes)])[:-1].astype(np.int64)
-    at = np.array([a for a, _ in flat], dtype=np.int64)
-    return _csr(pieces), at, lo, lo + sizes, _cat([idx for _, idx in flat])
+                i, part, offset = piece_of(link)
+                position.append(i)
+                entries.append((name, part, offset))
+                message.append(j)
+    cells, sizes = _slab_table(arena, boxes, width, entries, ghost, shared=True)
+    # A piece starts where its message's payload does (float64 units), after the pieces
+    # before it in that message.
+    payload = np.array([(starts[r] + header_bytes) // 8 for r in sorted(groups)], np.int64)
+    which = np.asarray(message, dtype=np.int64)
+    before = _starts(sizes)
+    at = payload[which] + before - before[np.searchsorted(which, which)] if which.size else which
+    order = np.argsort(np.asarray(position, dtype=np.int64), kind="stable")
+    moved = sizes[order]
+    lo = _starts(moved)
+    counts = np.bincount(np.asarray(position, dtype=np.int64), minlength=n)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return ptr, at[order], lo, lo + moved, _reorder_chunks(cells, sizes, order)
 
 
 def fused_halos(
@@ -356,14 +459,14 @@ def fused_halos(
         return None
     n = len(links.local_parts)
     position = {int(p): i for i, p in enumerate(links.local_parts)}
-    cells = _shared_cells(arena, boxes, width)
-
-    src_chunks, dst_chunks, link_ptr = [], [], [0]
-    for link in links.local:
-        for name in names:
-            src_chunks.append(cells(name, link.src, link.offset, False))
-            dst_chunks.append(cells(name, link.dst, _back(link.offset), True))
-        link_ptr.append(link_ptr[-1] + sum(c.size for c in src_chunks[-len(names) :]))
+    # Each local link's cells, field after field: from the sender's interior, into the
+    # receiver's ghosts.
+    src_entries = [(nm, link.src, link.offset) for link in links.local for nm in names]
+    dst_entries = [(nm, link.dst, _back(link.offset)) for link in links.local for nm in names]
+    src_idx, sizes = _slab_table(arena, boxes, width, src_entries, False, shared=True)
+    dst_idx = _slab_table(arena, boxes, width, dst_entries, True, shared=True)[0]
+    per_link = sizes.reshape(len(links.local), len(names)).sum(axis=1)
+    link_ptr = np.concatenate([[0], np.cumsum(per_link)]).astype(np.int64)
     link_src = np.array([position[link.src] for link in links.local], dtype=np.int64)
     link_dst = np.array([position[link.dst] for link in links.local], dtype=np.int64)
     touching: list[list[int]] = [[] for _ in range(n)]
@@ -372,18 +475,20 @@ def fused_halos(
         if b != a:
             touching[b].append(j)
 
-    def landing(link: Link, name: str) -> tuple[int, np.ndarray]:
-        return position[link.dst], cells(name, link.dst, _back(link.offset), True)
+    def landing(link: Link) -> tuple[int, int, Offset]:
+        return position[link.dst], link.dst, _back(link.offset)
 
     return (
         _csr(touching),
         _cat([np.asarray(row, dtype=np.int64) for row in touching]),
         link_src,
         link_dst,
-        np.asarray(link_ptr, dtype=np.int64),
-        _cat(src_chunks),
-        _cat(dst_chunks),
-        *_message_pieces(links.recv, inbox_starts, header_bytes, names, n, landing),
+        link_ptr,
+        src_idx,
+        dst_idx,
+        *_message_pieces(
+            links.recv, inbox_starts, header_bytes, names, n, (arena, boxes, width, True), landing
+        ),
     )
 
 
@@ -405,15 +510,17 @@ def fused_packs(
     if any(name not in arena.offset for name in names):
         return None
     position = {int(p): i for i, p in enumerate(links.local_parts)}
-    cells = _shared_cells(arena, boxes, width)
 
-    def leaving(link: Link, name: str) -> tuple[int, np.ndarray]:
-        return position[link.src], cells(name, link.src, link.offset, False)
+    def leaving(link: Link) -> tuple[int, int, Offset]:
+        return position[link.src], link.src, link.offset
 
     n = len(links.local_parts)
-    return _message_pieces(links.send, outbox_starts, header_bytes, names, n, leaving)
+    return _message_pieces(
+        links.send, outbox_starts, header_bytes, names, n, (arena, boxes, width, False), leaving
+    )
 
 
+@cache
 def _back(offset: Offset) -> Offset:
     return tuple(-x for x in offset)
 

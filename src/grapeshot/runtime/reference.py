@@ -14,8 +14,13 @@ import numpy as np
 
 from grapeshot.exchange.collectives import ordered_allreduce
 from grapeshot.model.errors import InputError
-from grapeshot.model.program import Context, Program, neighbour_offsets
-from grapeshot.runtime.executor import RankResult, TaskRecord
+from grapeshot.model.program import (
+    Context,
+    Program,
+    failure_text,
+    neighbour_offsets,
+)
+from grapeshot.runtime.executor import RankResult, TaskRecord, abort_run
 from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.wire import HALO, MIGRANTS, decode_items, encode_items, stamp
 
@@ -46,13 +51,24 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
         block = program.init_block(box)
         offsets = neighbour_offsets(len(program.parts_shape))
         slot_of = {o: i for i, o in enumerate(offsets)}
-        neighbours = [(o, q) for o in offsets if (q := box.neighbour(o)) is not None]
+        ndim = len(program.parts_shape)
+
+        def around(wanted) -> list[tuple[tuple[int, ...], int]]:
+            return [(o, q) for o in wanted if (q := box.neighbour(o)) is not None]
+
+        neighbours = around(offsets)
+        # Each exchange's own neighbours (faces only for Exchange(corners=False)).
+        halo_neighbours = {
+            k: around(phase.exchange.offsets(ndim))
+            for k, phase in enumerate(program.phases)
+            if phase.exchange is not None
+        }
         record = TaskRecord()
         work: list[int] = []
         halo_bytes: dict[tuple[int, int], int] = {}
         sent = [0, 0]
 
-        def swap(kind, step, phase, payloads):
+        def swap(kind, step, phase, payloads, neighbours):
             """Send one buffer to every neighbour; wait for one from each; slot order."""
             requests = []
             for (offset, q), payload in zip(neighbours, payloads, strict=True):
@@ -85,20 +101,26 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
             for k, phase in enumerate(program.phases):
                 if phase.exchange is not None:
                     pack = phase.exchange.packer()
-                    payloads = [pack(block, box, o) for o, _ in neighbours]
-                    for (_, q), payload in zip(neighbours, payloads, strict=True):
+                    sides = halo_neighbours[k]
+                    payloads = [pack(block, box, o) for o, _ in sides]
+                    for (_, q), payload in zip(sides, payloads, strict=True):
                         halo_bytes[(rank, q)] = halo_bytes.get((rank, q), 0) + payload.nbytes
                     unpack = phase.exchange.unpacker()
-                    arrived = swap(HALO, step, k, payloads)
-                    slots = sorted(slot_of[o] for o, _ in neighbours)
+                    arrived = swap(HALO, step, k, payloads, sides)
+                    slots = sorted(slot_of[o] for o, _ in sides)
                     for payload, slot in zip(arrived, slots, strict=True):
                         unpack(block, box, offsets[slot], payload)
                     if phase.exchange.boundary is not None:
                         phase.exchange.boundary(block, box)
                 start = time.perf_counter() - t0
                 cpu = time.thread_time()
-                value = phase.kernel(block, box, ctx)
-                program.check_block(block, box, ctx, phase.name)
+                try:
+                    value = phase.call(block, box, ctx)
+                    program.check_block(block, box, ctx, phase.name)
+                except BaseException as exc:  # the neighbours would wait for us for ever
+                    abort_run(
+                        data, f"rank {rank}: " + failure_text(program, rank, step, phase.name, exc)
+                    )
                 cpu = time.thread_time() - cpu
                 end = time.perf_counter() - t0
                 for col, v in zip(
@@ -126,7 +148,8 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
                     )
                 if phase.migrate is not None:
                     leaving = phase.migrate.emigrate(block, box)
-                    arrived = swap(MIGRANTS, step, k, [leaving.get(o) for o, _ in neighbours])
+                    leavers = [leaving.get(o) for o, _ in neighbours]
+                    arrived = swap(MIGRANTS, step, k, leavers, neighbours)
                     phase.migrate.immigrate(block, box, arrived)
             work.append(int(program.work(block, box)))
         wall = time.perf_counter() - t0
@@ -141,6 +164,7 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
             sent[1],
             ctx.time + program.advance(ctx),
             halo_bytes,
+            started=t0,
         )
     finally:
         data.Free()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import GrapeshotError, InputError
 from grapeshot.model.fields import assemble_fields, fields_digest
 from grapeshot.model.program import (
     Block,
@@ -23,6 +23,8 @@ from grapeshot.model.program import (
     GraphExchange,
     Offset,
     Program,
+    TaskFailed,
+    failure_text,
     neighbour_offsets,
 )
 from grapeshot.model.workload import HaloGraph, Workload
@@ -130,11 +132,17 @@ def run_serial(
             if phase.graph is not None:
                 graph_exchange_all(phase.graph, boxes, blocks, halo_bytes)
             if phase.exchange is not None:
-                exchange_all(phase.exchange, boxes, blocks, offsets, halo_bytes)
+                exchange_all(phase.exchange, boxes, blocks, halo_bytes=halo_bytes)
             results = []
             for p, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
                 t0 = time.perf_counter()
-                value = phase.kernel(block, box, ctx)
+                try:
+                    value = phase.call(block, box, ctx)
+                except GrapeshotError:
+                    raise
+                except Exception as exc:  # the user's kernel: one line naming the task
+                    message = failure_text(program, p, start_step + s, phase.name, exc)
+                    raise TaskFailed(message) from exc
                 seconds[s, p] += time.perf_counter() - t0
                 program.check_block(block, box, ctx, phase.name)
                 results.append(value)
@@ -159,9 +167,11 @@ def exchange_all(
 ) -> None:
     """One halo exchange between all partitions in one process (the reference's order).
 
-    ``halo_bytes`` (if given) accumulates the bytes packed per ``(src, dst)`` pair.
+    ``offsets`` defaults to the exchange's own (:meth:`Exchange.offsets`: faces only with
+    ``corners=False``). ``halo_bytes`` (if given) accumulates the bytes packed per
+    ``(src, dst)`` pair.
     """
-    offsets = offsets or neighbour_offsets(len(boxes[0].parts_shape))
+    offsets = offsets or exchange.offsets(len(boxes[0].parts_shape))
     halo_bytes = {} if halo_bytes is None else halo_bytes
     pack, unpack = exchange.packer(), exchange.unpacker()
     # Pack everything before unpacking anything, as concurrent executors do; unpack each

@@ -24,7 +24,7 @@ def warm_up(program: Program, box: Box) -> None:
         for phase in program.phases:
             if phase.exchange is not None and phase.exchange.boundary is not None:
                 phase.exchange.boundary(block, box)
-            value = phase.kernel(block, box, ctx)
+            value = phase.call(block, box, ctx)
             if phase.reduce is not None:
                 ctx.values[phase.reduce.name] = float(value)
             if phase.migrate is not None:

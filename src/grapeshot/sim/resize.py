@@ -1,7 +1,16 @@
 """How partitions-per-core meets a trace: the explicit rule that gives an experiment its grid.
 
-``--ppc k`` on ``n`` nodes of ``c`` cores needs exactly ``P' = n * c * k`` partitions (the sum
-of the nodes' cores times ``k`` on machines whose nodes differ). The rule, in order:
+**Without ``--ppc``** the workload is used as it comes: a trace's partitions, a synthetic
+SPEC's ``parts=``, whatever their number ``P`` on the machine's ``C`` cores
+(:meth:`WorkloadSource.as_given`). Nothing is merged or regenerated; the static strategies
+give each node its share of ``P`` by cores, within one (the quota rule of
+:mod:`grapeshot.place.quota`), and the run reports the real partitions per core ``P / C``
+(128 partitions on 4 nodes of 18 cores: 1.78). With fewer partitions than cores some cores
+get none and idle (:func:`sparse_note` says how many).
+
+**With ``--ppc k``** on ``n`` nodes of ``c`` cores the experiment needs exactly
+``P' = n * c * k`` partitions (the sum of the nodes' cores times ``k`` on machines whose nodes
+differ). The rule, in order:
 
 1. **The workload already has ``P'`` partitions**: it is used as it is.
 2. **A synthetic SPEC** is regenerated over the *same domain* (the same cells: the same
@@ -50,6 +59,60 @@ def parts_needed(machine: Machine, ppc: int) -> int:
     if isinstance(ppc, bool) or not isinstance(ppc, int | np.integer) or ppc < 1:
         raise InputError("--ppc", f"got {ppc!r}", "integers >= 1")
     return machine.total_cores * int(ppc)
+
+
+def parts_per_core(n_parts: int, machine: Machine) -> float:
+    """The real partitions per core of ``n_parts`` partitions on ``machine``: ``P / C``.
+
+    Parameters
+    ----------
+    n_parts
+        Partitions of the workload.
+    machine
+        The machine at the experiment's node count; ``C`` is the sum of its nodes' cores.
+
+    Returns
+    -------
+    float
+        ``n_parts / machine.total_cores``, e.g. 128 / 72 = 1.78 (not rounded: a workload used
+        as it comes need not fill every core evenly).
+    """
+    return n_parts / machine.total_cores
+
+
+def sparse_note(
+    n_parts: int, machine: Machine, remedy: str = "fewer --nodes, or a finer partition grid"
+) -> str | None:
+    """A one-line note when ``n_parts`` partitions cannot keep every core busy, else ``None``.
+
+    With fewer partitions than nodes some nodes get none; with fewer than cores (but at least
+    one per node) some cores of the nodes get none. Either way those cores idle for the whole
+    run: the run is valid, but the user should know before reading its numbers.
+
+    Parameters
+    ----------
+    n_parts
+        Partitions of the workload.
+    machine
+        The machine at the experiment's node count.
+    remedy
+        What the user can do about it (ends the note).
+
+    Returns
+    -------
+    str or None
+        E.g. ``"16 partitions on 100 nodes: 84 nodes get none (0.00889 per core); fewer
+        --nodes, or a finer partition grid"``; ``None`` when every core can have a partition.
+    """
+    cores = machine.total_cores
+    if n_parts >= cores:
+        return None
+    per_core = f"{parts_per_core(n_parts, machine):.3g} per core"
+    if n_parts < machine.nodes:
+        idle = f"{machine.nodes - n_parts} nodes get none"
+        return f"{n_parts} partitions on {machine.nodes} nodes: {idle} ({per_core}); {remedy}"
+    idle = f"{cores - n_parts} cores get none and idle"
+    return f"{n_parts} partitions on {cores} cores: {idle} ({per_core}); {remedy}"
 
 
 def _divisors(n: int) -> list[int]:
@@ -241,13 +304,15 @@ def coarsen_trace(workload: Workload, parts: int) -> Workload:
 class WorkloadSource:
     """Where an experiment's workload comes from: a trace or a synthetic SPEC, and a step range.
 
-    :meth:`at_parts` applies the partitions-per-core rule and caches each size.
+    :meth:`as_given` is the workload as it comes (no ``--ppc``); :meth:`at_parts` applies the
+    partitions-per-core rule (an explicit ``--ppc``). Both cache what they build.
     """
 
     workload: Workload | None = None
     spec: str | None = None
     steps: tuple[int, int] | None = None
     _cache: dict[int, Workload] = field(default_factory=dict, repr=False)
+    _given: Workload | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if (self.workload is None) == (self.spec is None):
@@ -257,6 +322,23 @@ class WorkloadSource:
     def description(self) -> str:
         """The trace's scene or the SPEC."""
         return self.spec if self.spec is not None else (self.workload.scene or self.workload.app)
+
+    def as_given(self) -> Workload:
+        """The workload with its own partitions, restricted to the step range.
+
+        A trace's partitions as recorded, a synthetic SPEC's ``parts=`` as written: nothing is
+        merged or regenerated, whatever the machine.
+        """
+        if self._given is None:
+            if self.spec is not None:
+                wl = synthetic_workload(self.spec)
+            else:
+                assert self.workload is not None
+                wl = self.workload
+            if self.steps is not None:
+                wl = wl.steps(*self.steps)
+            self._given = wl
+        return self._given
 
     def at_parts(self, parts: int) -> Workload:
         """The workload with exactly ``parts`` partitions, restricted to the step range."""

@@ -1,10 +1,14 @@
 """The experiment driver: every strategy at every partitions-per-core, one simulated run each.
 
-For each partitions-per-core ``k`` the workload is brought to exactly ``total cores * k``
-partitions by the rule of :mod:`grapeshot.sim.resize`; each strategy places it with the same
-seed and the simulator runs it. A static strategy is any key of
-:data:`grapeshot.place.STATIC_STRATEGIES`; a dynamic one (:data:`DYNAMIC_STRATEGIES`) starts
-from its initial static placement and rebalances during the run.
+Without partitions-per-core (``ppcs=None``, the command line without ``--ppc``) the workload
+runs as it comes, whatever its partition count on the machine: each static strategy gives every node
+its share by cores, within one (:func:`grapeshot.place.quota.quotas`), and the run reports the
+real partitions per core. With them, for each partitions-per-core ``k`` the workload is
+brought to exactly ``total cores * k`` partitions by the rule of :mod:`grapeshot.sim.resize`.
+Each strategy places the workload with the same seed and the simulator runs it. A static
+strategy is any key of :data:`grapeshot.place.STATIC_STRATEGIES`; a dynamic one
+(:data:`DYNAMIC_STRATEGIES`) starts from its initial static placement and rebalances during
+the run.
 """
 
 from __future__ import annotations
@@ -37,10 +41,14 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """One run of a sweep."""
+    """One run of a sweep.
+
+    ``ppc`` is the partitions per core the workload was resized to (``--ppc``), or ``None``
+    when it ran as it came; :attr:`parts_per_core` is the real ratio either way.
+    """
 
     strategy: str
-    ppc: int
+    ppc: int | None
     seed: int
     parts_shape: tuple[int, ...]
     result: SimResult
@@ -50,12 +58,49 @@ class Run:
         """Partitions of the run."""
         return self.result.n_parts
 
+    @property
+    def parts_per_core(self) -> float:
+        """The run's partitions over the machine's cores, e.g. 128 / 72 = 1.78."""
+        return self.result.n_parts / float(self.result.cores.sum())
+
+    @property
+    def ppc_value(self) -> int | float:
+        """Partitions per core as a number: ``ppc`` if resized, else the real ratio.
+
+        An integer whenever the ratio is whole (every run before workloads could run as they
+        come had one, and scripts may use it as one), a float otherwise.
+        """
+        if self.ppc is not None:
+            return self.ppc
+        cores = int(self.result.cores.sum())
+        whole, rest = divmod(self.result.n_parts, cores)
+        return whole if rest == 0 and whole > 0 else self.parts_per_core
+
+    @property
+    def label(self) -> str:
+        """The partitions per core as the table and figure print them: ``2``, ``1.78``.
+
+        At most four characters for any ratio from 0.005 to 9999, so the table's column stays
+        as narrow as with whole numbers (the table fits 80 columns); ``--json`` has the exact
+        value.
+        """
+        value = self.ppc_value
+        if isinstance(value, int):
+            return str(value)
+        digits = 0 if value >= 100 else 1 if value >= 10 else 2
+        return f"{value:.{digits}f}" if value >= 0.005 else f"{value:.0e}"
+
     def summary(self) -> dict[str, Any]:
-        """The ``runs`` entry of ``grapeshot simulate --json``."""
+        """The ``runs`` entry of ``grapeshot simulate --json``.
+
+        ``ppc`` is :attr:`ppc_value` (``--ppc``'s integer, or the real ratio of a workload
+        run as it came) and ``parts_per_core`` the real ratio, always a float.
+        """
         res = self.result
         return {
             "strategy": self.strategy,
-            "ppc": self.ppc,
+            "ppc": self.ppc_value,
+            "parts_per_core": self.parts_per_core,
             "seed": self.seed,
             "total_time": res.total_time,
             "step_time_mean": res.step_time_mean,
@@ -125,7 +170,7 @@ def run_one(
     source: WorkloadSource,
     machine: Machine,
     strategy: str,
-    ppc: int,
+    ppc: int | None,
     *,
     seed: int,
     options: SimOptions,
@@ -135,13 +180,19 @@ def run_one(
 ) -> Run:
     """Place and simulate one (strategy, ppc) of an experiment.
 
-    ``dynamic_options`` are keyword overrides of a dynamic strategy's factory (``interval``,
-    ``threshold``, ``window``, ...; ``None`` values keep the defaults). ``initial``, a
-    ``node_of`` for the resized workload, replaces the first placement of a dynamic
-    strategy (and Speculative's homes), e.g. a geometric split other than the registry's.
+    ``ppc=None`` runs the workload as it comes (:meth:`WorkloadSource.as_given`), any partition
+    count on any machine; an integer resizes it to ``total cores * ppc`` partitions
+    (:meth:`WorkloadSource.at_parts`). ``dynamic_options`` are keyword overrides of a dynamic
+    strategy's factory (``interval``, ``threshold``, ``window``, ...; ``None`` values keep the
+    defaults). ``initial``, a ``node_of`` for the run's workload, replaces the first placement
+    of a dynamic strategy (and Speculative's homes), e.g. a geometric split other than the
+    registry's.
     """
     check_strategy(strategy)
-    workload = source.at_parts(parts_needed(machine, ppc))
+    if ppc is None:
+        workload = source.as_given()
+    else:
+        workload = source.at_parts(parts_needed(machine, ppc))
     dynamic = dynamic_strategy(strategy, workload, machine, seed, dynamic_options, initial)
     if dynamic is None:
         placement = place(workload, machine, strategy, seed=seed)
@@ -169,22 +220,22 @@ def run_one(
         program=build_program(workload, options),
         network=network_model(machine, options.hop_latency),
     )
-    return Run(strategy, int(ppc), seed, workload.parts_shape, result)
+    return Run(strategy, None if ppc is None else int(ppc), seed, workload.parts_shape, result)
 
 
 def run_sweep(
     source: WorkloadSource,
     machine: Machine,
     strategies: Sequence[str],
-    ppcs: Sequence[int],
+    ppcs: Sequence[int] | None,
     *,
     seed: int = 0,
     options: SimOptions | None = None,
     progress: Progress | None = None,
-    timeline: tuple[str, int, tuple[int, int]] | None = None,
+    timeline: tuple[str, int | None, tuple[int, int]] | None = None,
     dynamic_options: dict[str, Any] | None = None,
 ) -> list[Run]:
-    """Simulate every strategy at every partitions-per-core.
+    """Simulate every strategy at every partitions-per-core, or on the workload as it comes.
 
     Parameters
     ----------
@@ -195,7 +246,9 @@ def run_sweep(
     strategies
         Strategy names (static or dynamic).
     ppcs
-        Partitions per core to try.
+        Partitions per core to try, each resizing the workload (:mod:`grapeshot.sim.resize`);
+        ``None``: one run per strategy on the workload as it comes, whatever its partition
+        count on ``machine``.
     seed
         Seed of every placement.
     options
@@ -203,23 +256,27 @@ def run_sweep(
     progress
         Called as ``progress(done, total, label)``.
     timeline
-        ``(strategy, ppc, (a, b))``: record steps ``a .. b - 1`` of that run.
+        ``(strategy, ppc, (a, b))``: record steps ``a .. b - 1`` of that run (``ppc`` is
+        ``None`` for a workload run as it comes).
 
     Returns
     -------
     list of Run
-        Ordered by partitions per core, then by strategy as given.
+        Ordered by partitions per core, then by strategy as given. A run's
+        :attr:`Run.parts_per_core` is the real ratio (e.g. 128 / 72 = 1.78 as it comes).
     """
     options = options or SimOptions()
     for name in strategies:
         check_strategy(name)
-    for k in ppcs:
-        parts_needed(machine, k)
-    jobs = [(k, name) for k in ppcs for name in strategies]
+    levels: list[int | None] = [None] if ppcs is None else list(ppcs)
+    for k in levels:
+        if k is not None:
+            parts_needed(machine, k)
+    jobs = [(k, name) for k in levels for name in strategies]
     runs: list[Run] = []
     for done, (k, name) in enumerate(jobs):
         if progress is not None:
-            progress(done, len(jobs), f"{name} at {k} per core")
+            progress(done, len(jobs), name if k is None else f"{name} at {k} per core")
         window = None
         if timeline is not None and timeline[0] == name and timeline[1] == k:
             window = timeline[2]

@@ -1,0 +1,338 @@
+"""The user's own text files, read with the line of every value: headed CSV and one-a-line.
+
+Files other programs write (a placement a C code reads back, the timings a user measured
+with their own clock) come through here, so every refusal has one shape, naming the file,
+the line and the column and what was expected::
+
+    costs.csv: line 17, column 'seconds': got 'abc'; expected a number >= 0
+
+Rows are split by the :mod:`csv` module (quoting, ``\\r\\n``) and turned into numpy arrays a
+chunk of :data:`CHUNK_ROWS` rows at a time, so a file of millions of rows never holds
+millions of Python strings at once. Integers are ASCII digits with an optional ``-`` (what
+``strtol`` and Fortran's ``read`` accept alike); numbers are what Python's ``float`` reads.
+A UTF-8 byte-order mark (spreadsheets write one) is skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from grapeshot.model.errors import InputError
+
+#: Rows converted to numpy at a time.
+CHUNK_ROWS = 1 << 16
+#: Longest field accepted as a number: longer ones are refused before numpy sizes an array
+#: of strings by its longest member.
+MAX_FIELD = 64
+#: Longest run of digits of an integer: 18 digits always fit in int64.
+MAX_DIGITS = 18
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a headed CSV file, or the one value of each line of a one-a-line file.
+
+    Parameters
+    ----------
+    name
+        The column's name in the header (matched without case and surrounding blanks).
+    integer
+        ``True``: integers (ASCII digits, optional ``-``); ``False``: finite numbers.
+    expected
+        What a value must be, for messages: ``"a number >= 0"``.
+    minimum
+        Smallest value accepted.
+    maximum
+        Largest value accepted, or ``None``.
+    required
+        Whether the header must name it.
+    """
+
+    name: str
+    integer: bool
+    expected: str
+    minimum: float = 0
+    maximum: float | None = None
+    required: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """The rows of a file, one array per column, and the line each row was read from.
+
+    Attributes
+    ----------
+    where
+        The file, as named to the reader.
+    columns
+        ``{name: values}``: int64 for integer columns, float64 for the others; only the
+        columns the header named.
+    lines
+        int64, 1-based line of each row (where its last field ended).
+    """
+
+    where: str
+    columns: dict[str, np.ndarray]
+    lines: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def at(self, row: int, column: str | None = None) -> str:
+        """The ``where`` of a message about ``row``: ``"file: line 7, column 'node'"``."""
+        text = f"{self.where}: line {int(self.lines[row])}"
+        return text if column is None else f"{text}, column '{column}'"
+
+
+def read_utf8(path: str | os.PathLike[str], expected: str) -> str:
+    """The text of ``path``; one :class:`InputError` naming it if unreadable or not UTF-8.
+
+    A byte-order mark is dropped; a byte that is not UTF-8, or a NUL, is named by its line.
+    """
+    where = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(where, f"cannot read ({exc.strerror or exc})", expected) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{where}: line {line}", f"is not UTF-8 text (byte {exc.start})", expected
+        ) from None
+    # No text file holds a NUL, and numpy's strings would drop or ignore it.
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise InputError(f"{where}: line {line}", "holds a NUL character (binary data?)", expected)
+    return text
+
+
+def _shown(text: str) -> str:
+    """A field as a message shows it: quoted, and cut when long."""
+    return repr(text if len(text) <= 24 else text[:24] + "…")
+
+
+def _parse_ints(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, ok)`` of stripped strings: ``ok`` where a string is ``-?[0-9]{1,18}``."""
+    body = np.char.lstrip(text, "-")
+    length = np.char.str_len(body)
+    signs = np.char.str_len(text) - length
+    ok = (signs <= 1) & (length > 0) & (length <= MAX_DIGITS)
+    # Stripping every ASCII digit from both ends leaves nothing only for an all-digit string
+    # (numpy's own cast would also take '+5', '1_0' and non-ASCII digits, which C would not).
+    ok &= np.char.strip(body, "0123456789") == ""
+    values = np.zeros(len(text), dtype=np.int64)
+    values[ok] = body[ok].astype(np.int64)
+    values[ok & (signs == 1)] *= -1
+    return values, ok
+
+
+def convert(
+    fields: Sequence[str], lines: np.ndarray, column: Column, where: str, named: bool
+) -> np.ndarray:
+    """One column's strings → int64 or float64, every value checked against ``column``.
+
+    Parameters
+    ----------
+    fields
+        The raw fields, one per row.
+    lines
+        int64, the line of each row.
+    column
+        What the values must be.
+    where
+        The file, for messages.
+    named
+        Whether messages name the column (a one-a-line file has none).
+
+    Raises
+    ------
+    InputError
+        ``"<where>: line <n>[, column '<name>']: got '<text>'; expected <column.expected>"``
+        for the first bad value.
+    """
+
+    def refuse(i: int) -> InputError:
+        label = f"{where}: line {int(lines[i])}"
+        if named:
+            label += f", column '{column.name}'"
+        text = fields[i].strip()
+        return InputError(label, f"got {_shown(text)}" if text else "is blank", column.expected)
+
+    n = len(fields)
+    width = np.fromiter(map(len, fields), dtype=np.int64, count=n)
+    if n and width.max() > MAX_FIELD:
+        raise refuse(int(np.argmax(width > MAX_FIELD)))
+    if column.integer:
+        joined = "".join(fields)
+        short = not n or (width.min() >= 1 and width.max() <= MAX_DIGITS)
+        if short and joined.isascii() and (joined.isdigit() or not joined):
+            # The common file: bare digits and nothing else, read at C speed.
+            values = np.fromiter(map(int, fields), dtype=np.int64, count=n)
+        else:
+            values, ok = _parse_ints(np.char.strip(np.asarray(fields, dtype=str)))
+            if not ok.all():
+                raise refuse(int(np.argmin(ok)))
+    else:
+        try:
+            values = np.fromiter(map(float, fields), dtype=np.float64, count=n)
+        except ValueError:
+            raise refuse(next(i for i, f in enumerate(fields) if not _is_number(f))) from None
+        finite = np.isfinite(values)
+        if not finite.all():
+            raise refuse(int(np.argmin(finite)))
+    bad = values < column.minimum
+    if column.maximum is not None:
+        bad |= values > column.maximum
+    if bad.any():
+        raise refuse(int(np.argmax(bad)))
+    return values
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _blank(row: Sequence[str]) -> bool:
+    return all(not field.strip() for field in row)
+
+
+def _header(row: list[str], line: int, columns: Sequence[Column], where: str) -> list[Column]:
+    """The column each field of the header row names; refuses unknown, repeated, missing."""
+    known = {c.name: c for c in columns}
+    spec = ",".join(c.name for c in columns if c.required)
+    optional = [c.name for c in columns if not c.required]
+    expected = f"a first line naming the columns {spec}" + (
+        f" (and optionally {', '.join(optional)})" if optional else ""
+    )
+    names = [field.strip().lower() for field in row]
+    label = f"{where}: line {line}"
+    if all(_is_number(name) for name in names):
+        raise InputError(label, f"is no header (it reads {_shown(','.join(row))})", expected)
+    order: list[Column] = []
+    for name in names:
+        if name not in known:
+            problem = f"names the column {_shown(name)}" if name else "has an unnamed column"
+            raise InputError(label, problem, expected)
+        if known[name] in order:
+            raise InputError(label, f"names the column {name!r} twice", expected)
+        order.append(known[name])
+    for c in columns:
+        if c.required and c not in order:
+            raise InputError(label, f"has no column {c.name!r}", expected)
+    return order
+
+
+def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: str) -> Table:
+    """Read a headed CSV file: a header naming ``columns`` (any order), then rows.
+
+    Blank lines are skipped anywhere (a row is keyed by its values, not its position).
+
+    Parameters
+    ----------
+    path
+        The file.
+    columns
+        The columns it may have; the header must name every required one.
+    what
+        What the file is, for messages: ``"a cost CSV file (step,partition,seconds)"``.
+
+    Raises
+    ------
+    InputError
+        Naming the file, the line and (for a value) the column.
+    """
+    where = str(path)
+    text = read_utf8(path, what)
+    # strict: a quote left open or text after a closing quote is an error, not a value.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    order: list[Column] | None = None
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    parts: dict[str, list[np.ndarray]] = {c.name: [] for c in columns}
+    line_parts: list[np.ndarray] = []
+
+    def flush() -> None:
+        at = np.asarray(lines, dtype=np.int64)
+        fields = list(zip(*rows, strict=True)) or [()] * len(order or ())
+        for column, values in zip(order or (), fields, strict=True):
+            parts[column.name].append(convert(values, at, column, where, named=True))
+        line_parts.append(at)
+        rows.clear()
+        lines.clear()
+
+    try:
+        width = 0
+        for row in reader:
+            if order is None:
+                if not _blank(row):
+                    order = _header(row, reader.line_num, columns, where)
+                    width = len(order)
+                continue
+            if len(row) != width:
+                if _blank(row):  # a blank line: csv gives [] or a field of blanks
+                    continue
+                raise InputError(
+                    f"{where}: line {reader.line_num}",
+                    f"has {len(row)} field{'s' if len(row) != 1 else ''}",
+                    f"{width}, one per column of the header",
+                )
+            rows.append(row)
+            lines.append(reader.line_num)
+            if len(rows) == CHUNK_ROWS:
+                flush()
+    except csv.Error as exc:
+        raise InputError(f"{where}: line {reader.line_num}", f"is not CSV ({exc})", what) from None
+    if order is None:
+        raise InputError(where, "is empty", what)
+    flush()
+    kinds = {c.name: (np.int64 if c.integer else np.float64) for c in order}
+    return Table(
+        where=where,
+        columns={name: np.concatenate(parts[name]).astype(kind) for name, kind in kinds.items()},
+        lines=np.concatenate(line_parts),
+    )
+
+
+def read_lines(path: str | os.PathLike[str], column: Column, what: str) -> np.ndarray:
+    """Read a file of one value a line, line ``i + 1`` holding value ``i``.
+
+    A line's position is its meaning, so a blank line inside the file is refused; blank
+    lines at the end (an editor's last newline) are not lines of the file.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 or float64 (``column.integer``), one value per line; at least one.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the line.
+    """
+    where = str(path)
+    text = read_utf8(path, what).rstrip()
+    if not text:
+        raise InputError(where, "is empty", what)
+    chunks: list[np.ndarray] = []
+    start = 1
+    lines: Iterable[str] = io.StringIO(text, newline=None)  # \n, \r\n and \r alike
+    while batch := list(itertools.islice(lines, CHUNK_ROWS)):
+        at = np.arange(start, start + len(batch), dtype=np.int64)
+        chunks.append(convert(batch, at, column, where, named=False))
+        start += len(batch)
+    return np.concatenate(chunks)
