@@ -190,6 +190,16 @@ def test_program_is_registered_runnable() -> None:
     assert np.all((program.sizes >= CHUNK_BYTES // 2) & (program.sizes < 3 * CHUNK_BYTES // 2))
 
 
+def test_run_without_a_scene_takes_the_first_one() -> None:
+    # CommBench has no "dambreak": `run commbench` without --scene runs its first scene.
+    from grapeshot.apps import default_scene, make_app_program
+
+    assert default_scene("commbench") == next(iter(SCENES))
+    assert default_scene("swe") == "dambreak"
+    program = make_app_program("commbench", None, (2, 2), None, 0)
+    assert program.scene == next(iter(SCENES))
+
+
 @pytest.mark.parametrize(
     ("call", "where"),
     [

@@ -85,7 +85,7 @@ def test_show_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     other.write_text('{"a": 1}')
     for path, problem in (
         (tmp_path / "missing.h5", "no such file"),
-        (other, "is JSON but not a placement or a timeline"),
+        (other, "is JSON but not a placement, timeline, mapping or repro result"),
     ):
         result = run_main("show", str(path))
         assert result.code == 2 and result.err.count("\n") == 1

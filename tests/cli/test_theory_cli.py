@@ -175,3 +175,68 @@ def test_theorem1_bad_input(
     names = ["--chares-per-node", "--nodes", "--alpha", "--a", "--b"]
     argv = ["theorem1"] + [x for pair in zip(names, values, strict=True) for x in pair]
     assert_one_line_error(*run(argv, capsys), option)
+
+
+# --------------------------------------------------------------------------------------------
+# Budgets: every theory command answers, or refuses in one line, within its stated budget
+
+HUGE = "4611686018427387904"  # 2^62
+
+
+@pytest.mark.parametrize(
+    ("argv", "method"),
+    [
+        (["lif", "--nodes", "2", "--parts-per-node", "3", "--busy", "0.0001"], "exact"),
+        (["lif", "--nodes", "4", "--parts-per-node", HUGE, "--busy", "0.5"], "asymptotic"),
+        (["lif", "--nodes", "10000", "--parts-per-node", "100000", "--busy", "0.01",
+          "--model", "fixed-count"], "asymptotic"),
+    ],
+)  # fmt: skip
+def test_walkthrough_lif_cases_answer(
+    argv: list[str], method: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run([*argv, "--json"], capsys)
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["method"] == method
+    assert all(v >= 0.0 for v in doc["quantiles"].values())  # never the −1 of an idle node
+    assert doc["mean_exact"] > 0.0
+    # The human view says what the approximation is.
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and ("Asymptotic:" in out) == (method == "asymptotic")
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["advise", "--nodes", "24", "--busy", "0.15", "--target-lif", "0.1",
+          "--cores-per-node", "32", "--model", "fixed-count"], "--model"),
+        (["lif", "--nodes", "2", "--parts-per-node", HUGE, "--busy", "0.5",
+          "--model", "fixed-count"], "--parts-per-node"),
+        (["lif", "--nodes", "1" + "0" * 20, "--parts-per-node", "4", "--busy", "0.5"], "--nodes"),
+        (["advise", "--nodes", "8", "--busy", "0.5", "--target-lif", "0.1",
+          "--cores-per-node", "1" + "0" * 20], "--cores-per-node"),
+        (["theorem1", "--chares-per-node", "1" + "0" * 20, "--nodes", "4", "--alpha", "0.1",
+          "--a", "1", "--b", "2"], "--chares-per-node"),
+    ],
+)  # fmt: skip
+def test_over_budget_theory_is_refused_in_one_line(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_one_line_error(*run(argv, capsys), option)
+
+
+def test_advise_says_when_it_bisected(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["advise", "--nodes", "10000", "--busy", "0.5", "--target-lif", "0.01"]
+    code, out, _ = run([*argv, "--json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["search"] == "bisection" and doc["parts_per_node"] == 148_348
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and "Found by bisection" in out
+
+
+@pytest.mark.parametrize("command", ["lif", "advise", "theorem1"])
+def test_help_states_the_budget(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run([command, "--help"], capsys)
+    assert code == 0 and "Budget:" in " ".join(out.split())

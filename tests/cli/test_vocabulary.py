@@ -23,6 +23,70 @@ def _options(command) -> set[str]:
     return {n for n in names if n.startswith("--")} - {"--help"}
 
 
+#: Commands whose options docs/cli.md's table covers (``jobs`` has docs/jobs.md), with the
+#: subcommands written as in the table ("trace import").
+TABLE_COMMANDS = [n for n in COMMANDS if n != "jobs"] + [f"{p} {w}" for p, w in SUBCOMMANDS]
+
+
+def _command_options(name: str) -> set[str]:
+    """The real options of ``name`` (``"trace import"`` for a subcommand; ``"jobs"``: those
+    of its subcommands, which docs/jobs.md describes)."""
+    parent, _, word = name.partition(" ")
+    if word:
+        return _options(load_subcommand(parent, word))
+    command = load_command(name)
+    if getattr(command, "commands", None):
+        return _options(command)
+    own = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    return {n for n in own if n.startswith("--")} - {"--help"}
+
+
+def _rows() -> list[tuple[int, set[str], list[str]]]:
+    """``(line, options, commands)`` of every row of the table under "## Names"."""
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index("## Names")
+    section = text[start : text.index("## Old spellings")]
+    first_line = text[:start].count("\n") + 1
+    rows = []
+    for offset, line in enumerate(section.splitlines()):
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        # A literal '|' inside a cell is written '\|' (--format json\|part\|csv\|npy).
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if cells[:3] == ["thing", "option", "commands"]:
+            continue
+        assert len(cells) == 4, f"docs/cli.md line {first_line + offset}: {len(cells)} cells"
+        commands = [c.strip() for c in cells[2].split(",") if c.strip()]
+        if commands == ["every command"]:
+            commands = list(TABLE_COMMANDS)
+        rows.append(
+            (first_line + offset, set(re.findall(r"--[a-z][a-z0-9-]*", cells[1])), commands)
+        )
+    return rows
+
+
+def test_every_row_names_real_options_of_real_commands() -> None:
+    # docs/cli.md -> the code: each option of a row is an option of every command the row
+    # names (repro once documented --out-dir without having it).
+    wrong = []
+    for line, options, commands in _rows():
+        for command in commands:
+            if command not in [*TABLE_COMMANDS, "jobs"]:
+                wrong.append(f"line {line}: no command {command!r}")
+                continue
+            for option in sorted(options - _command_options(command)):
+                wrong.append(f"line {line}: {command} has no {option}")
+    assert not wrong, "docs/cli.md disagrees with the commands:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("name", TABLE_COMMANDS)
+def test_every_option_is_in_a_row_naming_its_command(name: str) -> None:
+    # The code -> docs/cli.md: each real option is in a row whose commands include this one.
+    documented = set().union(*(o for _, o, commands in _rows() if name in commands))
+    missing = _command_options(name) - documented
+    assert not missing, f"{name}: {sorted(missing)} in no row naming {name} in docs/cli.md"
+
+
 @pytest.mark.parametrize("name", [n for n in COMMANDS if n != "jobs"])
 def test_every_option_is_in_the_table(name: str) -> None:
     table = DOC.read_text(encoding="utf-8").split("## Old spellings")[0]

@@ -1,4 +1,5 @@
-"""Checks of the model against the paper and the log: eq. 2's ceiling, the logged run, load
+"""Checks of the model against the paper and the log: eq. 2's ceiling (and the schedules
+behind the simulated figures, which a wrong scheduler fails), the logged run, load
 compression, the clairvoyant reference, and the behaviour of correction-only starts."""
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import pytest
 from grapeshot.jobs.load import YEAR_S, compress_arrivals, offered_load, rate_factor
 from grapeshot.jobs.metrics import bsld_upper_bound, logged_run, policy_metrics
 from grapeshot.jobs.policies import POLICIES
-from grapeshot.jobs.simulate import Machine, simulate
+from grapeshot.jobs.scheduler import S_FREE
+from grapeshot.jobs.simulate import Machine, Schedule, kernel_inputs, simulate
 from grapeshot.jobs.study import run_study
-from grapeshot.jobs.trace import make_trace
+from grapeshot.jobs.trace import JobTrace, make_trace
 from grapeshot.model.errors import InputError
 from grapeshot.report.repro_coare import paper_consistency
 from tests.jobs.helpers import random_jobs
@@ -23,14 +25,88 @@ def test_bsld_ceiling_by_hand() -> None:
     assert bsld_upper_bound(4.89 * 60.0) == pytest.approx(30.34)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_simulated_bsld_never_exceeds_the_ceiling(seed: int) -> None:
+def _schedule_faults(schedule: Schedule, t: JobTrace) -> list[str]:
+    """What makes ``schedule`` one the machine could not run, or EASY would not make.
+
+    Eq. 2's ceiling holds for *any* start times at or after submission, so alone it checks
+    nothing about the scheduler. These do: no job starts before it is submitted; a job runs
+    its run time, or is killed at its last walltime; the machine's CPUs are never
+    oversubscribed; and the oldest waiting job never waits while it fits (EASY starts the
+    head of the queue first, after every event).
+    """
+    faults = []
+    if (schedule.start < schedule.submit).any():
+        faults.append(f"job {np.argmax(schedule.start < schedule.submit)} starts before it arrives")
+    ran = schedule.end - schedule.start
+    should = np.minimum(schedule.run, schedule.walltime)
+    if not np.allclose(ran, should, rtol=0, atol=1e-6):
+        faults.append(f"job {np.argmax(~np.isclose(ran, should, rtol=0, atol=1e-6))} ran "
+                      "neither its run time nor its walltime")  # fmt: skip
+    if not np.array_equal(schedule.killed, schedule.run > schedule.walltime):
+        faults.append("killed jobs are not those that outran their walltime")
+    cpus = schedule.machine.cpus
+    for now in np.unique(np.concatenate([schedule.submit, schedule.end])):
+        running = (schedule.start <= now) & (now < schedule.end)
+        free = cpus - int(schedule.procs[running].sum())
+        if free < 0:
+            faults.append(f"at {now} s {cpus - free} CPUs of {cpus} in use")
+            break
+        waiting = np.flatnonzero((schedule.submit <= now) & (schedule.start > now))
+        if waiting.size and schedule.procs[waiting[0]] <= free:
+            faults.append(f"at {now} s job {waiting[0]} waits with {free} CPUs free")
+            break
+    m = policy_metrics(schedule)
+    if not 1.0 <= m.avg_bsld <= bsld_upper_bound(m.avg_wait_min * 60.0) + 1e-9:
+        faults.append(f"average BSLD {m.avg_bsld} outside [1, eq. 2's ceiling]")
+    return faults
+
+
+def _random_trace(seed: int) -> JobTrace:
     jobs = random_jobs(seed, 120, 8)
-    t = make_trace(submit=jobs["submit"], run=jobs["run"], procs=jobs["size"],
-                   req_time=jobs["req"], user=jobs["user"])  # fmt: skip
-    for policy in ("user-estimate", "simple", "power", "easy++-simple", "clairvoyant"):
-        m = policy_metrics(simulate(t, policy, Machine(8)))
-        assert 1.0 <= m.avg_bsld <= bsld_upper_bound(m.avg_wait_min * 60.0) + 1e-9
+    return make_trace(submit=jobs["submit"], run=jobs["run"], procs=jobs["size"],
+                      req_time=jobs["req"], user=jobs["user"])  # fmt: skip
+
+
+CEILING_POLICIES = ("user-estimate", "simple", "power", "easy++-simple", "clairvoyant")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_simulated_bsld_is_of_a_schedule_the_machine_runs(seed: int) -> None:
+    t = _random_trace(seed)
+    for policy in CEILING_POLICIES:
+        schedule = simulate(t, policy, Machine(8))
+        assert _schedule_faults(schedule, t) == [], policy
+        assert policy_metrics(schedule).avg_bsld > 1.0  # some job waited: the check bites
+
+
+def _kernel_mutant(monkeypatch: pytest.MonkeyPatch, bug: str) -> None:
+    """A wrong scheduler: the real kernel, fed a distorted view of the jobs or machine."""
+    real = kernel_inputs
+
+    def distorted(trace, policy, machine, max_walltime):
+        state, limit, req = real(trace, policy, machine, max_walltime)
+        if bug == "oversubscribes":  # believes the machine has twice its CPUs
+            state.ist[S_FREE] *= 2
+        elif bug == "lazy":  # looks at each job ten minutes after it arrives
+            state.submit = state.submit + 600.0  # a copy: the trace's own array stays
+        elif bug == "runs-to-request":  # every job holds its CPUs until its request
+            state.run = np.maximum(state.run, state.req)
+        return state, limit, req
+
+    monkeypatch.setattr("grapeshot.jobs.simulate.kernel_inputs", distorted)
+
+
+@pytest.mark.parametrize("bug", ["oversubscribes", "lazy", "runs-to-request"])
+def test_a_wrong_scheduler_fails_the_check_though_it_meets_the_ceiling(
+    monkeypatch: pytest.MonkeyPatch, bug: str
+) -> None:
+    _kernel_mutant(monkeypatch, bug)
+    t = _random_trace(0)
+    for policy in ("user-estimate", "simple"):
+        schedule = simulate(t, policy, Machine(8))
+        m = policy_metrics(schedule)
+        assert 1.0 <= m.avg_bsld <= bsld_upper_bound(m.avg_wait_min * 60.0)  # the old check
+        assert _schedule_faults(schedule, t), f"{bug} passed under {policy}"
 
 
 def test_paper_tables_against_the_ceiling() -> None:
@@ -74,9 +150,10 @@ def test_compress_arrivals_by_hand() -> None:
     assert c.submit.tolist() == [100.0, 150.0, 250.0]
     assert c.run.tolist() == t.run.tolist() and c.procs.tolist() == t.procs.tolist()
     assert compress_arrivals(t, 1.0) is t
-    # Offered load: (10 + 40 + 90) CPU-s over 4 CPUs × 300 s, doubled by the compression.
-    assert offered_load(t, 4) == pytest.approx(140.0 / 1200.0)
-    assert offered_load(c, 4) == pytest.approx(2 * 140.0 / 1200.0)
+    # Offered load: (10 + 40 + 90) CPU-s over 4 CPUs × the span from the first submission to
+    # the last job's earliest end: 430 − 100 = 330 s, compressed 280 − 100 = 180 s.
+    assert offered_load(t, 4) == pytest.approx(140.0 / (4 * 330.0))
+    assert offered_load(c, 4) == pytest.approx(140.0 / (4 * 180.0))
     # 3 jobs in 300 s; the paper's rate 6 jobs per 300 s is twice as fast.
     assert rate_factor(t, 6, 300.0) == pytest.approx(2.0)
     assert rate_factor(t, 3 * YEAR_S / 300.0, YEAR_S) == pytest.approx(1.0)
@@ -92,7 +169,9 @@ def test_study_reports_compression_and_load() -> None:
     base = run_study(t, [POLICIES["user-estimate"]], Machine(8))
     dense = run_study(t, [POLICIES["user-estimate"]], Machine(8), compress=3.0)
     assert base.compress == 1.0 and dense.compress == 3.0
-    assert dense.offered_load == pytest.approx(3 * base.offered_load)
+    # Compression shortens the span by at most 3× (run times are kept): the load rises, by
+    # at most 3×.
+    assert base.offered_load < dense.offered_load <= 3 * base.offered_load
     assert dense.metrics[0].avg_wait_min >= base.metrics[0].avg_wait_min
 
 

@@ -13,6 +13,7 @@ from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.policies import POLICIES, parse_policies
 from grapeshot.jobs.predict import Predictor
 from grapeshot.jobs.sacct import parse_sacct_text
+from grapeshot.jobs.scheduler import KernelState
 from grapeshot.jobs.simulate import Machine, simulate
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
@@ -65,22 +66,58 @@ def test_generator_is_seeded_and_hits_its_load() -> None:
     assert np.mean(coare.req_time == 168 * 3600) == pytest.approx(0.8, abs=0.01)
 
 
-def test_regression_never_peeks_at_the_future() -> None:
-    trace = lublin_feitelson(800, cpus=32, load=0.9, seed=2)
-    machine = Machine(32)
-    pred = Predictor("adaboost", retrain_every=40, min_samples=20, n_estimators=5)
+def _peeks(trace, machine: Machine, pred: Predictor, cuts: list[float]) -> list[str]:
+    """Predictions that depend on what was unknown when they were made (empty: none).
+
+    A prediction is made when its job arrives, from the jobs completed by then. At each cut
+    time ``t`` the run time of every job that had not ended by ``t`` in a first simulation
+    (those running at ``t`` as well as those still queued or not yet submitted) is made
+    longer. Everything the scheduler sees before ``t`` is then the same: a longer job still
+    runs at ``t``, and its walltime corrections before ``t`` fire in both runs (a correction
+    fires while the job runs). So every job submitted before ``t`` must be predicted the same,
+    bit for bit.
+    """
     first = simulate(trace, "regression-simple", machine, predictor=pred)
-    # Change the run times of the last 100 submitted jobs: every prediction made before the
-    # first of them completes (here: for jobs submitted before the first one is submitted)
-    # must be unchanged.
-    run = trace.run.copy()
-    run[-100:] = run[-100:] * 3 + 100
-    second = simulate(trace.with_column("run", run), "regression-simple", machine, predictor=pred)
-    cut = len(trace) - 100
-    assert np.array_equal(first.prediction[:cut], second.prediction[:cut])
-    assert not np.array_equal(first.prediction, second.prediction)
+    found = []
+    for t in cuts:
+        unfinished = first.end > t
+        # Some perturbed jobs were running at the cut, submitted before it: the case a
+        # learner that trains on running jobs gets wrong.
+        assert (unfinished & (first.start <= t)).sum() >= 5
+        run = trace.run.copy()
+        run[unfinished] = run[unfinished] * 3 + 100
+        second = simulate(trace.with_column("run", run), "regression-simple", machine,
+                          predictor=pred)  # fmt: skip
+        before = trace.submit < t
+        differ = np.flatnonzero(first.prediction[before] != second.prediction[before])
+        if differ.size:
+            found.append(f"cut at {t:.0f} s: job {differ[0]} predicted differently")
+        # The perturbation does reach the later predictions: the check is not vacuous.
+        assert not np.array_equal(first.prediction[~before], second.prediction[~before])
+    return found
+
+
+def _no_peeking_case() -> tuple:
+    trace = lublin_feitelson(800, cpus=32, load=0.9, seed=2)
+    pred = Predictor("adaboost", retrain_every=40, min_samples=20, n_estimators=5)
+    cuts = [float(trace.submit[k]) for k in (300, 550)]
+    return trace, Machine(32), pred, cuts
+
+
+def test_regression_never_peeks_at_the_future() -> None:
+    trace, machine, pred, cuts = _no_peeking_case()
+    assert _peeks(trace, machine, pred, cuts) == []
+    first = simulate(trace, "regression-simple", machine, predictor=pred)
     assert (first.prediction <= trace.req_time).all() and (first.prediction >= 1).all()
     assert not np.array_equal(first.prediction, trace.req_time)  # it did learn something
+
+
+def test_no_peeking_check_catches_a_learner_trained_on_running_jobs(monkeypatch) -> None:
+    # The mutant: the refit's "completed" jobs include those still running, with the run
+    # time the kernel already knows (their end is set when they start). Perturbing only
+    # jobs submitted after a cut cannot see it; perturbing the jobs unfinished at the cut does.
+    monkeypatch.setattr(KernelState, "finished_jobs", lambda self: np.flatnonzero(self.start >= 0))
+    assert _peeks(*_no_peeking_case())
 
 
 def test_policy_registry() -> None:

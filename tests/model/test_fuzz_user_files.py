@@ -2,7 +2,8 @@
 
 The placement readers (``.part``, ``.csv``, ``.npy``) and the trace importer (cost and halo
 CSV files) get random bytes, random CSV-like text, and valid files with one field damaged;
-valid files read back exactly what was written.
+valid files read back exactly what was written. The importer also gets any ``--parts`` and
+``--cells`` grid (empty, 1-D or 4-D, too large for int64 halo bytes), refused by the options.
 """
 
 from __future__ import annotations
@@ -194,3 +195,35 @@ def test_trace_one_bad_field(trace, data: st.DataObject) -> None:
     text = "src,dst,bytes\n" + "\n".join(map(",".join, halo_rows)) + "\n"
     halo_path = _write(text, ".csv")
     _workload_or_named_error(cost_path, shape, halo_path)
+
+
+#: Grids as ``--parts`` and ``--cells`` may give them: valid, empty, 1-D or 4-D, huge.
+SHAPES = st.lists(st.integers(-1, 4) | st.sampled_from([10**6, 2**40]), min_size=0, max_size=4)
+
+
+@SETTINGS
+@given(SHAPES, SHAPES | st.none(), st.booleans())
+def test_trace_fuzz_grid_and_cells(parts: list[int], cells: list[int] | None, halo: bool) -> None:
+    """Any grid with a small valid trace: the workload, or one InputError naming the grid
+    options or the file (rows a grid of that size lacks), never an allocation by its size."""
+    n = math.prod(parts) if parts and min(parts) > 0 else 1
+    rows = [f"0,{p},1.5" for p in range(min(n, 8))]  # all of a small grid's partitions
+    cost_path = _write("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
+    halo_path = _write("src,dst,bytes\n" + ("0,1,8\n" if n > 1 else ""), ".csv") if halo else None
+    try:
+        grid = None if cells is None else tuple(cells)
+        workload = import_trace(cost_path, tuple(parts), cells=grid, halo=halo_path)
+    except InputError as exc:
+        named = ("--parts/--cells", str(cost_path), str(halo_path))
+        assert str(exc).startswith(named), str(exc)
+    else:
+        assert workload.n_parts == math.prod(parts) and workload.cost.shape == (1, len(rows))
+
+
+@SETTINGS
+@given(st.binary(max_size=300), GRIDS)
+def test_trace_fuzz_halo_any_bytes(data: bytes, shape: tuple[int, ...]) -> None:
+    n = math.prod(shape)
+    rows = [f"0,{p},1" for p in range(n)]
+    cost_path = _write("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
+    _workload_or_named_error(cost_path, shape, _write(data, ".csv"))

@@ -73,7 +73,8 @@ def test_steps_window() -> None:
     w = synthetic_workload("binary:parts=4x4,steps=5")
     assert w.steps(1, 3).n_steps == 2
     assert np.array_equal(w.steps(1, 3).cost, w.cost[1:3])
-    with pytest.raises(InputError, match="--steps"):
+    # The option that takes a window of steps is simulate's --step-range (--steps is a count).
+    with pytest.raises(InputError, match=r"^--step-range: got 3:9"):
         w.steps(3, 9)
 
 

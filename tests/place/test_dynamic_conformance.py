@@ -3,10 +3,16 @@
 Parametrised over :data:`DYNAMIC_STRATEGIES`, so an entry added there is held to the same
 contract: deterministic (fresh instances, same inputs → the same proposal bit for bit),
 partitions conserved (every one on a valid node, inputs untouched), shares proportional to
-cores (heterogeneous nodes), one-line InputError on bad input, and a stated migration volume.
+cores (heterogeneous nodes, where the strategy settles when its proposals are fed back), one-line
+InputError on bad input, and a stated migration volume. A swap-only strategy
+(birdshot-dynamic) cannot change a node's partition count and is held to the core-share
+property it does have; best-of-k to the one of its choice. Each core-share check is shown to
+catch a mutant that balances load per node instead of per core.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -14,6 +20,8 @@ from scipy import sparse
 
 from grapeshot.model.errors import InputError
 from grapeshot.place import balancers as lb
+from grapeshot.place import dynamic, rebalance
+from grapeshot.place.birdshot import place_birdshot
 from grapeshot.place.dynamic import DYNAMIC_STRATEGIES, make_dynamic_strategy
 from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.rebalance import placement_scores
@@ -101,11 +109,30 @@ def test_conserves_partitions_and_lowers_the_worst_node(name: str) -> None:
     assert moved == int((new != node_of).sum()) >= 1 and nbytes == 100 * moved
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_respects_core_shares(name: str) -> None:
-    """Equal loads on nodes of 1 and 7 cores: the balanced share is 1 : 7 per node."""
-    if name in ("birdshot-dynamic", "reactive", "birdshot-best-of-k"):
-        pytest.skip("moves one pair / a capped number / picks among random placements")
+#: Strategies that only swap partitions: a node's partition count is its start's forever, so
+#: they are held to their own core-share property (test_swaps_keep_the_quota_...).
+SWAP_ONLY = ("birdshot-dynamic",)
+
+
+def fixed_point(strategy, loads, node_of, cores, comm, step=6, calls=40):
+    """The placements ``strategy`` proposes when each proposal is fed back, until none.
+
+    Strategies that move a capped number of partitions per call (reactive) reach their
+    balance over several calls, as they would in a run.
+    """
+    placements = [node_of]
+    for _ in range(calls):
+        new = call(strategy, loads, placements[-1], cores, comm, step=step)
+        if new is None or np.array_equal(new, placements[-1]):
+            return placements
+        placements.append(np.asarray(new, dtype=np.int64))
+        step += int(strategy.interval)
+    raise AssertionError(f"{strategy.name} still moving after {calls} calls")
+
+
+def core_share_counts(name: str) -> np.ndarray:
+    """Partitions per node where ``name`` settles: equal loads, all on a 1-core node beside
+    a 7-core one."""
     n_parts = 64
     loads = np.ones((3, n_parts))
     cores = np.array([1, 7])
@@ -113,9 +140,143 @@ def test_respects_core_shares(name: str) -> None:
     strategy = make(name)
     if getattr(strategy, "needs_shadow", False):
         strategy = strategy.with_shadow(lambda s, w: np.ones((w, n_parts)), node_of, cores)
-    new = np.asarray(call(strategy, loads, node_of, cores, grid_comm(8, 8, 0.0)))
-    counts = np.bincount(new, minlength=2)
+    placements = fixed_point(strategy, loads, node_of, cores, grid_comm(8, 8, 0.0))
+    return np.bincount(placements[-1], minlength=2)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in SWAP_ONLY])
+def test_respects_core_shares(name: str) -> None:
+    """Equal loads on nodes of 1 and 7 cores: the balanced share is 1 : 7 per node."""
+    counts = core_share_counts(name)
     assert abs(counts[1] - 56) <= 4, counts
+
+
+def test_core_share_check_catches_a_reactive_balancing_per_node(monkeypatch) -> None:
+    # The mutant: reactive's moves compare node loads, not loads per core (its cores read
+    # as 1 each). It settles near 32 : 32 (35 : 29, within its threshold).
+    real = dynamic._greedy_moves
+
+    def per_node(load, node_of, cores, threshold, max_moves):
+        return real(load, node_of, np.ones_like(cores), threshold, max_moves)
+
+    monkeypatch.setattr(dynamic, "_greedy_moves", per_node)
+    assert abs(core_share_counts("reactive")[1] - 56) > 4
+
+
+def test_reactive_moves_a_capped_share_per_call() -> None:
+    """Reactive's contract per call: at most max(1, 5 % of P) partitions move, and the
+    busiest node's load per core falls at every call that moves some."""
+    loads, node_of, cores, comm = skewed_case()
+    strategy = make("reactive")
+    cap = max(1, int(strategy.max_moves_fraction * node_of.size))
+    placements = fixed_point(strategy, loads, node_of, cores, comm)
+    assert len(placements) > 2  # it took more than one call
+    mean = loads.mean(axis=0)
+    for old, new in itertools.pairwise(placements):
+        assert 1 <= int((old != new).sum()) <= cap
+        assert lb.max_over_avg(mean, new, cores) < lb.max_over_avg(mean, old, cores)
+
+
+def _swap_case(excess: float):
+    """Birdshot's start on nodes of 1 and 7 cores (8 : 56 partitions); the small node's
+    partitions ``excess`` heavier than the others."""
+    cores = np.array([1, 7])
+    node_of = place_birdshot((8, 8), cores, seed=0).astype(np.int64)
+    loads = np.ones((3, node_of.size))
+    loads[:, node_of == 0] *= 1.0 + excess
+    return loads, node_of, cores, grid_comm(8, 8)
+
+
+def swap_only_faults(name: str) -> list[str]:
+    """Where a swap-only strategy breaks its core-share property (empty: nowhere).
+
+    Swaps keep every node's partition count, so the share is its start's: Birdshot's
+    quota, proportional to cores. What it balances is load per core against the balanced
+    per-core load (sum of loads / sum of cores): a balanced 1 : 7 start is left alone, and
+    a 1-core node whose partitions are 18 % heavier is over its 10 % threshold, so its heavy
+    partitions are swapped onto the 7-core node until it is within the threshold.
+    """
+    faults = []
+    loads, node_of, cores, comm = _swap_case(0.0)
+    if np.bincount(node_of).tolist() != [8, 56]:
+        faults.append(f"Birdshot's start is {np.bincount(node_of)}, not the quota")
+    if call(make(name), loads, node_of, cores, comm) is not None:
+        faults.append("moves partitions of a balanced 1 : 7 start")
+    loads, node_of, cores, comm = _swap_case(0.18)
+    strategy = make(name)
+    placements = fixed_point(strategy, loads, node_of, cores, comm)
+    if len(placements) == 1:
+        faults.append("leaves the small node 18 % over")
+    for new in placements[1:]:
+        if not np.array_equal(np.bincount(new, minlength=2), np.bincount(node_of)):
+            faults.append(f"changes the partition counts to {np.bincount(new)}")
+    mean = loads.mean(axis=0)
+    settled = lb.max_over_avg(mean, placements[-1], cores)  # the busiest per core / balanced
+    if settled > 1.0 + strategy.threshold:
+        faults.append(f"settles with the busiest node {settled - 1:.1%} over")
+    return faults
+
+
+@pytest.mark.parametrize("name", SWAP_ONLY)
+def test_swaps_keep_the_quota_and_balance_load_per_core(name: str) -> None:
+    assert swap_only_faults(name) == []
+
+
+def test_swap_check_catches_a_swapper_balancing_per_node(monkeypatch) -> None:
+    # The mutant: birdshot-dynamic's utilisation is the node's load, not its load per core
+    # (its cores read as 1 each). The 7-core node then looks busiest, and it never swaps.
+    real = rebalance.check_call
+
+    def per_node(loads, node_of, cores, where):
+        loads, nodes, c = real(loads, node_of, cores, where)
+        return loads, nodes, np.ones_like(c)
+
+    monkeypatch.setattr(rebalance, "check_call", per_node)
+    assert swap_only_faults("birdshot-dynamic")
+
+
+def best_of_k_faults(seed: int) -> list[str]:
+    """Where best-of-k's proposal is not what it claims (empty: nowhere): the current
+    placement or one of its ``k - 1`` Birdshot placements (each holding exactly its quota,
+    8 : 56 on nodes of 1 and 7 cores), the one whose busiest node has the least load per
+    core under the measured mean load."""
+    rng = np.random.default_rng(seed)
+    cores = np.array([1, 7])
+    loads = rng.uniform(0.0, 1.0, (6, 64))
+    node_of = np.zeros(64, dtype=np.int64)
+    strategy = make("birdshot-best-of-k")
+    new = call(strategy, loads, node_of, cores, grid_comm(8, 8))
+    new = node_of if new is None else np.asarray(new)
+    pool = np.vstack([node_of[None, :], strategy.candidates(64, cores)])
+    mean = loads.mean(axis=0)
+    per_core = [max(mean[p == k].sum() / cores[k] for k in range(cores.size)) for p in pool]
+    faults = []
+    if not any(np.array_equal(new, p) for p in pool):
+        faults.append("proposes a placement not among its candidates")
+    if np.bincount(new, minlength=2).tolist() != [8, 56]:
+        faults.append(f"adopts {np.bincount(new, minlength=2)} partitions per node")
+    mine = max(mean[new == k].sum() / cores[k] for k in range(cores.size))
+    if mine > min(per_core):
+        faults.append(f"busiest node per core {mine:.3f}, a candidate has {min(per_core):.3f}")
+    return faults
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_best_of_k_adopts_the_least_busiest_per_core(seed: int) -> None:
+    assert best_of_k_faults(seed) == []
+
+
+def test_best_of_k_check_catches_scores_per_node(monkeypatch) -> None:
+    # The mutant: candidates scored by their busiest node's load, not load per core. On
+    # 1 + 7 cores that is always the 7-core node, so it adopts the placement that leaves the
+    # 1-core node the most.
+    real = rebalance.placement_scores
+
+    def per_node(pool, load, cores):
+        return real(pool, load, np.ones_like(cores))
+
+    monkeypatch.setattr(rebalance, "placement_scores", per_node)
+    assert best_of_k_faults(0)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -47,7 +47,8 @@ APPS: dict[str, AppSpec] = {
 }
 
 
-#: The scene of a built-in app when the command line gives none.
+#: The scene of a built-in app when the command line gives none (an app without it takes
+#: its first scene: :func:`default_scene`).
 DEFAULT_SCENE = "dambreak"
 
 
@@ -67,6 +68,13 @@ def get_app(name: str) -> ModuleType:
     return importlib.import_module(f"grapeshot.apps.{APPS[name].module}")
 
 
+def default_scene(app: str) -> str:
+    """The scene ``run`` gives built-in app ``app`` when ``--scene`` is absent:
+    :data:`DEFAULT_SCENE` if the app has it, else the app's first scene."""
+    scenes = get_app(app).SCENES
+    return DEFAULT_SCENE if DEFAULT_SCENE in scenes else next(iter(scenes))
+
+
 def make_app_program(
     app: str,
     scene: str | None,
@@ -75,7 +83,7 @@ def make_app_program(
     seed: int,
 ):
     """The :class:`~grapeshot.model.program.Program` of a runnable app: a built-in one
-    (``scene`` defaults to :data:`DEFAULT_SCENE`) or a user's (:mod:`grapeshot.apps.user`).
+    (``scene`` defaults to :func:`default_scene`) or a user's (:mod:`grapeshot.apps.user`).
 
     Raises
     ------
@@ -91,4 +99,4 @@ def make_app_program(
     if not APPS[app].runnable:
         runnable = ", ".join(a for a, s in APPS.items() if s.runnable)
         raise InputError("APP", f"{app} only records traces", f"{runnable}, or your own program")
-    return module.make_program(scene or DEFAULT_SCENE, parts, cells=cells, seed=seed)
+    return module.make_program(scene or default_scene(app), parts, cells=cells, seed=seed)

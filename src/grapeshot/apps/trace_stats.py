@@ -18,8 +18,8 @@ both on any :class:`~grapeshot.model.workload.Workload`:
   the load stayed where it was; near 0 means it moved. Partitions tied at the cut share the
   places left (:func:`busiest_weights`), so the result is the overlap expected if ties were
   broken at random and does not depend on how partitions are numbered.
-- ``imbalance``: the mean over steps of ``max/mean - 1`` of the partitions' cost (the load
-  imbalance factor if every partition had a core of its own).
+- ``imbalance``: the mean over steps of the LIF of the partitions' cost
+  (:func:`grapeshot.model.placement.load_imbalance`, every partition on a core of its own).
 
 Pure numpy and deterministic.
 """
@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.placement import load_imbalance
 from grapeshot.model.workload import Workload
 
 #: Fraction of partitions counted as "the busiest" unless ``top=`` says otherwise.
@@ -174,10 +175,9 @@ def trace_stats(workload: Workload, *, top: float = DEFAULT_TOP) -> TraceStats:
     last = busiest_weights(cost[steps - quarter :].sum(axis=0), n_top)
     overlap = float((first * last).sum() / first.sum()) if first.sum() > 0 else math.nan
 
-    mean = cost.mean(axis=1)
-    active = mean > 0.0
+    active = cost.sum(axis=1) > 0.0
     if active.any():
-        imbalance = float((cost[active].max(axis=1) / mean[active] - 1.0).mean())
+        imbalance = float(load_imbalance(cost[active]).mean())
     else:
         imbalance = 0.0
 

@@ -40,7 +40,11 @@ def demo_command(
     DIR/birdshot-run.h5 (the real Birdshot run's record, a few MB: `grapeshot show` reads it);
     prints one table.
     """
+    from grapeshot.model.atomic import check_output_path
     from grapeshot.report.slice_demo import SIM_NODES, run_slice
+
+    # Checked before the minute or two of placing, running and simulating.
+    check_output_path(out_dir, "--out-dir", folder=True)
 
     def say(message: str) -> None:
         err_console.print(message, style="dim", highlight=False)

@@ -32,27 +32,33 @@ def parse_algorithms(text: str) -> list[str]:
 
 
 def _simulate(pattern, algorithms, machine, nodes, repeat, seed, overhead):
-    import time
-
-    from grapeshot.exchange.schedules import TABLE_ALGORITHMS, make_schedule
+    from grapeshot.exchange.timing import time_schedules
     from grapeshot.model.machine_file import load_machine
     from grapeshot.sim.exchange import simulate_exchange
 
     m = load_machine(machine, nodes)
+    if nodes is None and m.nodes != pattern.n:
+        # One node per rank: without --nodes the machine takes the pattern's ranks.
+        try:
+            m = m.with_nodes(pattern.n)
+        except InputError as exc:
+            raise InputError(
+                "--simulate",
+                f"{m.name} cannot have the pattern's {pattern.n} nodes ({exc.problem})",
+                exc.expected,
+            ) from None
     if m.nodes != pattern.n:
         raise InputError(
             "--nodes",
             f"the machine has {m.nodes} nodes, the pattern {pattern.n} ranks",
-            "--nodes equal to the pattern's ranks (e.g. regular:n=256,...)",
+            "--nodes equal to the pattern's ranks, or no --nodes (it defaults to them)",
         )
+    # Every algorithm's schedule is computed once untimed before any is timed, so the order of
+    # --algorithms changes nothing (exchange/timing.py).
+    planned = time_schedules(pattern, algorithms, seed=seed)
     rows = []
     for alg in algorithms:
-        schedule, sched_s = None, 0.0
-        if alg in TABLE_ALGORITHMS:
-            make_schedule(pattern.com[:2, :2], alg, seed=seed)  # compile before timing
-            t0 = time.perf_counter()
-            schedule = make_schedule(pattern, alg, seed=seed)
-            sched_s = time.perf_counter() - t0
+        schedule, sched_s = planned[alg]
         r = simulate_exchange(pattern, alg, m, seed=seed, schedule=schedule, overhead=overhead)
         rows.append(
             {
@@ -70,13 +76,9 @@ def _simulate(pattern, algorithms, machine, nodes, repeat, seed, overhead):
 
 
 def _run_mpi(pattern, algorithms, repeat, seed, max_chunk):
-    import time
-
-    import numpy as np
     from mpi4py import MPI
 
-    from grapeshot.exchange.mpi_exchange import ExchangePlan
-    from grapeshot.exchange.payload import make_sends, verify_received
+    from grapeshot.exchange.timing import time_exchanges_mpi
 
     comm = MPI.COMM_WORLD
     if comm.size != pattern.n:
@@ -85,51 +87,11 @@ def _run_mpi(pattern, algorithms, repeat, seed, max_chunk):
             f"{pattern.n} ranks but {comm.size} MPI ranks are running",
             f"mpiexec -n {pattern.n}, or --simulate MACHINE to predict",
         )
-    rank = comm.rank
-    com = pattern.com
-    sends = make_sends(com, rank, seed)
-    from grapeshot.exchange.schedules import TABLE_ALGORITHMS, make_schedule
-
-    for alg in set(algorithms) & set(TABLE_ALGORITHMS):
-        make_schedule(np.zeros((2, 2), np.int64), alg, seed=0)  # compile before timing
-    # MPI's first collectives and connections cost more than any later one: pay them
-    # untimed, so the first algorithm listed is not charged for them.
-    warm = ExchangePlan(com[rank], comm=comm, algorithm=algorithms[0], seed=seed,
-                        max_chunk=max_chunk)  # fmt: skip
-    verify_received(com, rank, warm.run(sends), seed)
-    warm.free()
-    rows = []
-    for alg in algorithms:
-        plan = ExchangePlan(com[rank], comm=comm, algorithm=alg, seed=seed, max_chunk=max_chunk)
-        sched_s = comm.allreduce(plan.schedule_seconds, op=MPI.MAX)
-        # The plan's first run (untimed) and its last are checked byte for byte; the runs in
-        # between follow each other with nothing else done, as the simulator's calibration
-        # does: a check between timed runs pushes the buffers out of cache and doubled a
-        # 64 KiB exchange's time on 4 ranks sharing 2 cores (docs/exchange.md).
-        verify_received(com, rank, plan.run(sends), seed)
-        times = []
-        for _ in range(repeat):
-            comm.Barrier()
-            t0 = time.perf_counter()
-            got = plan.run(sends)
-            elapsed = time.perf_counter() - t0
-            times.append(comm.allreduce(elapsed, op=MPI.MAX))
-        verify_received(com, rank, got, seed)
-        plan.free()
-        rows.append(
-            {
-                "algorithm": alg,
-                # A schedule table's phases, as --simulate reports them (0 without a table).
-                "phases": int(plan.n_phases) if alg in ("lp", "rsn", "rsnh") else 0,
-                "schedule_seconds": sched_s,
-                "comm_seconds": float(np.median(times)),
-                "comm_seconds_min": float(np.min(times)),
-                "total_seconds": sched_s + float(np.sum(times)),
-                "bytes": pattern.total_bytes,
-                "tries": int(comm.allreduce(plan.tries)),
-                "verified": True,
-            }
-        )
+    # Every algorithm is planned and run once, untimed, before any is timed: the first listed
+    # no longer pays MPI's first connections and collectives alone (exchange/timing.py).
+    rows = time_exchanges_mpi(
+        pattern.com, algorithms, comm=comm, repeat=repeat, seed=seed, max_chunk=max_chunk
+    )
     return {"mode": "mpi", "ranks": comm.size}, rows
 
 
@@ -163,7 +125,11 @@ def exchange_command(
     ] = None,
     nodes: Annotated[
         int | None,
-        typer.Option("--nodes", min=1, help="Nodes of the simulated machine (= pattern ranks)."),
+        typer.Option(
+            "--nodes",
+            min=1,
+            help="Nodes of the simulated machine: the pattern's ranks (the default).",
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the schedules.")] = 0,
     overhead: Annotated[
@@ -184,12 +150,14 @@ def exchange_command(
     """Schedule an irregular all-to-many exchange (AC, LP, RS_N, RS_NH, DRS_N, NBX) and time
     it on MPI or predict it on a modelled machine.
 
-    Under ``mpiexec -n N`` (N = the pattern's ranks) every algorithm is planned once, run
-    once untimed, then ``--repeat`` times back to back with real payloads; the untimed run and
-    the last one are checked byte for byte (CRC-32 per pair). ``comm_seconds`` is the median
-    over the timed runs of the slowest rank's time. With
-    ``--simulate MACHINE`` the exchange is predicted on the simulator's network model
-    instead. ``schedule_seconds`` is the planning cost (Generate_Recv and the schedule table),
+    Every algorithm is planned and run once untimed before any is timed, so the order of
+    ``--algorithms`` does not change the times or the verdict. Under ``mpiexec -n N`` (N = the
+    pattern's ranks) each is then planned once, run once untimed, then ``--repeat`` times back
+    to back with real payloads; the untimed run and the last one are checked byte for byte
+    (CRC-32 per pair). ``comm_seconds`` is the median over the timed runs of the slowest rank's
+    time. With ``--simulate MACHINE`` the exchange is predicted on the simulator's network
+    model instead, the machine resized to the pattern's ranks unless ``--nodes`` says
+    otherwise. ``schedule_seconds`` is the planning cost (Generate_Recv and the schedule table),
     ``phases`` the table's phases (0 for AC, DRS_N, NBX).
     """
     import numpy as np

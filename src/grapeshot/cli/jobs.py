@@ -16,7 +16,9 @@ from grapeshot.jobs.scheduler import BACKFILL
 from grapeshot.jobs.simulate import Machine
 from grapeshot.jobs.study import run_study
 from grapeshot.jobs.swf import SwfRead, read_swf, write_swf
+from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
+from grapeshot.model.memory import BYTES_PER_JOB, check_memory
 
 jobs_app = typer.Typer(
     help="Batch-job scheduling: would walltime correction or prediction help your cluster?",
@@ -104,6 +106,11 @@ def simulate_command(
     assert path is not None
     read = read_swf(path, strict=strict) if swf is not None else read_sacct(path, strict=strict)
     _report_bad(read, path.name)
+    source = f"{'--swf' if swf is not None else '--sacct'} {path}"
+    if len(read.trace) == 0:  # before --cpus: the log's emptiness is the news
+        lines = f"{read.lines} line" + ("" if read.lines == 1 else "s")
+        bad = f"; {len(read.bad)} bad, skipped" if read.bad else ""
+        raise InputError(source, f"holds no jobs ({lines}{bad})", "a log with at least one job")
     if cpus is None:
         cpus = read.trace.header_int("MaxProcs")
         if cpus is None or cpus < 1:
@@ -114,6 +121,7 @@ def simulate_command(
             read.trace, chosen, machine, backfill=backfill, default_walltime_h=default_walltime,
             default_share=default_share, seed=seed, compress=compress,
             on_policy=None if as_json else (lambda p: status.update(f"simulating {p}")),
+            source=source,
         )  # fmt: skip
     if as_json:
         emit_json(
@@ -190,6 +198,9 @@ def generate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Write a Lublin–Feitelson workload with users and modal estimates as SWF."""
+    # The file and the memory are checked before the jobs are drawn.
+    check_output_path(out, "--out")
+    check_memory(BYTES_PER_JOB * max(jobs, 0), f"--jobs {jobs}", "to generate them", "fewer jobs")
     trace = lublin_feitelson(
         jobs, cpus=cpus, load=load, users=users, default_walltime_h=default_walltime,
         default_share=default_share, seed=seed,

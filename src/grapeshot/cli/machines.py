@@ -16,13 +16,35 @@ from grapeshot.model.presets import PRESETS
 _GBIT = 1e9 / 8
 
 
+#: Most distinct per-node core counts :func:`describe_machine` lists one by one.
+_MAX_CORE_KINDS = 8
+
+
+def _node_cores(machine: Machine) -> str:
+    """How many nodes have how many cores: ``"2 of 16, 1 of 32, 1 of 64"``."""
+    import numpy as np
+
+    values, counts = np.unique(machine.cores(), return_counts=True)
+    if len(values) > _MAX_CORE_KINDS:
+        return f"{len(values)} different counts from {values[0]} to {values[-1]}"
+    return ", ".join(f"{n} of {v}" for v, n in zip(values.tolist(), counts.tolist(), strict=True))
+
+
 def describe_machine(machine: Machine) -> dict[str, Any]:
-    """A machine's sizes and network as plain data (what ``--json`` prints per preset)."""
+    """A machine's sizes and network as plain data (what ``--json`` prints per preset).
+
+    ``cores_per_node`` is an integer when every node has the same cores; when they differ
+    (a file's ``node_cores``) it is the range as text, ``"16–64"``, and ``node_cores`` says
+    how many nodes have each count: the largest alone would misstate the machine.
+    """
     net = machine.network
+    cores: dict[str, Any] = {"cores_per_node": machine.cores_per_node}
+    if not machine.uniform:
+        cores = {"cores_per_node": machine.describe_cores(), "node_cores": _node_cores(machine)}
     return {
         "name": machine.name,
         "nodes": machine.nodes,
-        "cores_per_node": machine.cores_per_node,
+        **cores,
         "node_tree": "×".join(str(count) for _, count in machine.node.levels),
         "node_levels": [level for level, _ in machine.node.levels],
         "total_cores": machine.total_cores,

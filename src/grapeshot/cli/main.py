@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from grapeshot import __version__
-from grapeshot.model.errors import GrapeshotError
+from grapeshot.model.errors import GrapeshotError, exception_line
 
 #: Every command: its name, the module (under ``grapeshot.cli``) that registers it, and the
 #: one-line summary ``grapeshot --help`` shows (a test checks it is the command's own).
@@ -266,6 +266,15 @@ def main(argv: list[str] | None = None) -> None:
     except GrapeshotError as exc:
         if _launcher_rank()[0] == 0:  # under mpiexec: one line, not one per rank
             sys.stderr.write(f"grapeshot: error: {exc}\n")
+        sys.exit(2)
+    except MemoryError as exc:
+        # The estimates (grapeshot.model.memory) refuse sizes the machine cannot hold before
+        # allocating; what they cannot foresee (a user's own program) still ends in one line.
+        if _launcher_rank()[0] == 0:
+            sys.stderr.write(
+                f"grapeshot: error: out of memory ({exception_line(exc, lines=1)}); expected "
+                "smaller sizes (--parts, --cells, a SPEC's parts= or steps=) or more memory\n"
+            )
         sys.exit(2)
     except _CLICK_ERRORS as exc:
         if type(exc).__name__ == "NoArgsIsHelpError" or exc.format_message().startswith("Usage:"):

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from grapeshot.cli.options import show_synthetic_kinds
+
 HELP = """Map communicating tasks onto a machine's cores (TreeMatch, graph partitioners, ...).
 
 Reads a symmetric affinity matrix (MatrixMarket: bytes or messages between tasks) and a tree
@@ -39,7 +41,12 @@ def map_command(
     ] = None,
     synthetic: Annotated[
         str | None,
-        typer.Option("--synthetic", help="Instead of --matrix: a synthetic workload SPEC."),
+        typer.Option(
+            "--synthetic",
+            help="Instead of --matrix: a synthetic workload SPEC; '--synthetic help' lists them.",
+            callback=show_synthetic_kinds,
+            is_eager=True,
+        ),
     ] = None,
     tleaf: Annotated[
         str | None,
@@ -71,8 +78,8 @@ def map_command(
 
     from rich.table import Table
 
-    from grapeshot.cli.output import console, emit_json
-    from grapeshot.model.atomic import write_text_atomic
+    from grapeshot.cli.output import Stages, console, emit_json
+    from grapeshot.model.atomic import check_output_path, write_text_atomic
     from grapeshot.model.errors import InputError
     from grapeshot.model.seed import as_generator
     from grapeshot.model.topology import machine_topology, parse_tleaf, read_affinity_matrix
@@ -80,6 +87,8 @@ def map_command(
     from grapeshot.place.partitioners import available
 
     as_generator(seed)
+    if out is not None:  # checked before any file is read or mapping computed
+        check_output_path(out, "--out")
     if trace is not None or synthetic is not None:
         if matrix is not None:
             raise InputError("--matrix", "given with a workload", "--matrix or --trace/--synthetic")
@@ -105,10 +114,15 @@ def map_command(
     else:
         names = [strategy]
     if "treematch" in names:
+        _check_treematch_memory(a.shape[0], tree.leaves, oversub, matrix)
         from grapeshot.place.treematch import warm_up
 
         warm_up()  # load the compiled kernels outside the timed mapping
-    results = [map_tasks(a, tree, name, oversub=oversub, seed=seed) for name in names]
+    results = []
+    with Stages(as_json) as stage:
+        for name in names:
+            stage(f"mapping {a.shape[0]:,} tasks onto {tree.leaves:,} cores ({name})")
+            results.append(map_tasks(a, tree, name, oversub=oversub, seed=seed))
     payload = results[0] if len(results) == 1 else {"strategies": results}
     if out is not None:
         write_text_atomic(out, json.dumps(payload) + "\n")
@@ -132,6 +146,28 @@ def map_command(
     console.print(table)
     if out is not None:
         console.print(f"result written to {out}")
+
+
+def _check_treematch_memory(tasks: int, cores: int, oversub: int | None, matrix: Path) -> None:
+    """Refuse, before TreeMatch builds its tree of slots (``cores × --oversub``), one that
+    needs more memory than the machine has. A bad ``--oversub`` is left to the mapping's own
+    check, which names what is wrong with it."""
+    import math
+
+    from grapeshot.model.memory import TREEMATCH_BYTES_PER_SLOT, check_memory
+
+    if oversub is None:
+        slots, where = cores * max(1, math.ceil(tasks / cores)), f"--matrix {matrix}"
+    elif isinstance(oversub, int) and not isinstance(oversub, bool) and oversub >= 1:
+        slots, where = cores * oversub, f"--oversub {oversub}"
+    else:
+        return
+    check_memory(
+        TREEMATCH_BYTES_PER_SLOT * slots,
+        where,
+        f"for TreeMatch's {slots:,} slots (cores × slots per core)",
+        "a smaller --oversub (default: ceil(tasks / cores))",
+    )
 
 
 def _compare_on_workload(

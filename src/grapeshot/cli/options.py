@@ -132,3 +132,18 @@ class AppsHelp(typer.core.TyperCommand):
             else "none"
         )
         formatter.write(f"\nInstalled apps (entry points '{ENTRY_POINT_GROUP}'): {listing}\n")
+
+
+def show_synthetic_kinds(value: str | None) -> str | None:
+    """``--synthetic help``: print the SPEC kinds and keys and stop.
+
+    The callback of an eager ``--synthetic`` option: click handles eager options before the
+    others, so the listing needs no ``--machine`` or other required option.
+    """
+    if value == "help":
+        from grapeshot.cli.output import console
+        from grapeshot.model.synthetic import describe_kinds
+
+        console.print(describe_kinds(), highlight=False, markup=False)
+        raise typer.Exit()
+    return value

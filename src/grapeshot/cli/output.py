@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 
 console = Console()
 err_console = Console(stderr=True)
+
+#: The extensions of the figures grapeshot writes (``--figure``): the format follows from it.
+FIGURE_SUFFIXES = (".png", ".svg")
 
 
 def _default(obj: Any) -> Any:
@@ -34,3 +38,74 @@ def warn(command: str, message: str) -> None:
     """One line on standard error: ``grapeshot COMMAND: warning: MESSAGE`` (also under --json)."""
     sys.stderr.write(f"grapeshot {command}: warning: {message}\n")
     sys.stderr.flush()
+
+
+class Stages:
+    """What a long command is doing, stage by stage: a spinner with the stage's name and the
+    time it has taken, on standard error, only on a terminal (never with ``--json``, never
+    in a pipe or a log file). ``with Stages(quiet) as stage: stage("placing")``.
+
+    For work that reports no finer progress (building a workload of millions of partitions,
+    placing it, measuring it: minutes at the largest sizes that fit), so a user sees which
+    stage is running rather than a silent terminal.
+    """
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+            console=err_console, transient=True,
+            disable=quiet or not err_console.is_terminal,
+        )  # fmt: skip
+        self._task: Any = None
+
+    def __enter__(self) -> Stages:
+        self._bar.__enter__()
+        return self
+
+    def __call__(self, description: str) -> None:
+        """Start the stage ``description`` (the previous one is over)."""
+        if self._task is not None:
+            self._bar.remove_task(self._task)
+        self._task = self._bar.add_task(description, total=None)
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(None, None, None)
+
+
+def node_share(comm: Any) -> float:
+    """The part of a program spread evenly over ``comm``'s ranks that this node holds:
+    ``L / N`` for ``L`` of the ``N`` ranks on this node (what a memory check weighs)."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    on_this_node = node.Get_size()
+    node.Free()
+    return on_this_node / comm.Get_size()
+
+
+def rank_zero_decides(comm: Any, check: Callable[[], None]) -> None:
+    """Run ``check`` on rank 0 of ``comm`` (under ``mpiexec``) and raise its refusal on
+    every rank.
+
+    For checks made before any work (output paths, memory): one rank probes the folders
+    (rank 0 writes the files), every rank takes its verdict, so all stop together, none waits
+    in a collective for a rank that gave up, and the error is printed once (by rank 0).
+
+    Raises
+    ------
+    InputError
+        The one ``check`` raised on rank 0, on every rank.
+    """
+    from grapeshot.model.errors import InputError
+
+    refusal: InputError | None = None
+    if comm.Get_rank() == 0:
+        try:
+            check()
+        except InputError as exc:
+            refusal = exc
+    refusal = comm.bcast(refusal, root=0)
+    if refusal is not None:
+        raise refusal

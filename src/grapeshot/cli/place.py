@@ -15,8 +15,9 @@ from grapeshot.cli.options import (
     ThresholdOption,
     WindowOption,
     refuse_dynamic_options,
+    show_synthetic_kinds,
 )
-from grapeshot.cli.output import console, emit_json, warn
+from grapeshot.cli.output import FIGURE_SUFFIXES, Stages, console, emit_json, warn
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
@@ -64,6 +65,9 @@ def place_command(
             "--synthetic",
             help="Synthetic workload KIND:key=value,..., e.g. dambreak:parts=64x64,steps=200. "
             "'--synthetic help' lists the kinds and keys.",
+            # Eager: '--synthetic help' answers before the required --machine is asked for.
+            callback=show_synthetic_kinds,
+            is_eager=True,
         ),
     ] = None,
     nodes: Annotated[
@@ -103,9 +107,11 @@ def place_command(
     cores (or nodes) get none. A dynamic strategy starts from its static placement and is
     replayed over the trace: every --interval steps it sees the costs of the steps since its
     last call and may move partitions, which then stay there (no time passes: what a move costs
-    in run time is grapeshot simulate's answer). The report gives the load imbalance factor LIF
-    = max/mean − 1 of per-node load in each step (its mean and max over the steps), the halo
-    bytes per step that cross between nodes, how many other nodes each node talks to, and for a
+    in run time is grapeshot simulate's answer). The report gives the cost LIF, the load
+    imbalance factor of the trace's cost in each step: the busiest node's cost per core over
+    the balanced cost per core (Σ cost / Σ cores), − 1 (its mean and max over the steps; not
+    grapeshot simulate's busy-time LIF, whose task times include every task's overheads), the
+    halo bytes per step that cross between nodes, how many other nodes each node talks to, and for a
     dynamic strategy the migrations; --out writes the last step's placement.
     """
     if synthetic == "help":
@@ -117,13 +123,21 @@ def place_command(
     if out is not None:
         out_format = placement_format(out, out_format)
         check_output_path(out, "--out")
-    wl = open_workload(trace, synthetic)
-    m = load_machine(machine, nodes)
-    note = sparse_note(wl.n_parts, m)  # fewer partitions than nodes, or than cores
-    if note is not None:
-        warn("place", note)
-    options = {"interval": interval, "threshold": threshold, "balancer": balancer, "window": window}
-    placement, metrics, replay = _place(wl, m, strategy, seed, **options)
+    if figure is not None:
+        check_output_path(figure, "--figure", suffixes=FIGURE_SUFFIXES)
+    m = load_machine(machine, nodes)  # before the workload, which may take minutes to build
+    with Stages(as_json) as stage:
+        stage("building the workload" if synthetic is not None else f"reading {trace}")
+        wl = open_workload(trace, synthetic)
+        _check_place_memory(wl, m, strategy, trace, synthetic)
+        note = sparse_note(wl.n_parts, m)  # fewer partitions than nodes, or than cores
+        if note is not None:
+            warn("place", note)
+        options = {
+            "interval": interval, "threshold": threshold, "balancer": balancer, "window": window
+        }  # fmt: skip
+        stage(f"placing {wl.n_parts:,} partitions ({strategy}) and measuring the placement")
+        placement, metrics, replay = _place(wl, m, strategy, seed, **options)
     summary = {
         "strategy": strategy,
         "seed": seed,
@@ -178,6 +192,20 @@ def place_command(
     for label, path in (("placement", out), ("figure", figure)):
         if path is not None:
             console.print(f"{label} written to {path}")
+
+
+def _check_place_memory(wl, m, strategy, trace, synthetic) -> None:
+    """Refuse, before placing, a workload whose placement and metrics need more memory than
+    the machine has (a synthetic SPEC's build is checked by itself, before it is built)."""
+    from grapeshot.model.memory import check_memory, placement_bytes
+    from grapeshot.place.dynamic import DYNAMIC_STRATEGIES
+
+    need = placement_bytes(
+        wl.n_parts, wl.n_steps, len(wl.halo.indices), m.nodes,
+        replay=strategy in DYNAMIC_STRATEGIES,
+    )  # fmt: skip
+    where = f"--trace {trace}" if trace is not None else f"--synthetic {synthetic}"
+    check_memory(need, where, "to place and measure it", "fewer partitions or steps")
 
 
 def _place(wl, m, strategy, seed, **options):

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from grapeshot.cli.output import console, emit_json
-from grapeshot.model.atomic import write_text_atomic
+from grapeshot.model.atomic import check_output_path, write_text_atomic
 from grapeshot.model.errors import InputError
 from grapeshot.report.figures import save_figure
 from grapeshot.report.repro import REGISTRY, get_entry, result_json
@@ -25,7 +25,14 @@ def repro_command(
     name: Annotated[str | None, typer.Argument(help="Entry name (see --list).")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List every entry.")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="Reduced size, under a minute.")] = False,
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("repro"),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out-dir",
+            "--out",
+            help="Folder for NAME.json and NAME.png (--out: the same, its first name).",
+        ),
+    ] = Path("repro"),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Run one repro entry or list them; see ``HELP``."""
@@ -46,10 +53,10 @@ def repro_command(
         entry = get_entry(name)
     except ValueError as exc:
         raise InputError("NAME", str(exc)) from None
+    check_output_path(out, "--out-dir", folder=True)  # before the entry runs (minutes)
     with console.status(f"running {name}", spinner="dots"):
         result = entry.function(quick)
     payload = result_json(result, quick)
-    out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / f"{name}.json", json.dumps(payload, indent=2) + "\n")
     if result.figure is not None:
         save_figure(result.figure, out / f"{name}.png")

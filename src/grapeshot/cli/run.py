@@ -24,7 +24,7 @@ from grapeshot.cli.options import (
     parse_parts,
     refuse_dynamic_options,
 )
-from grapeshot.cli.output import console, emit_json
+from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides
 from grapeshot.model.errors import GrapeshotError, InputError
 
 
@@ -121,6 +121,51 @@ def migration_line(m: Any) -> str:
     )
 
 
+def _check_before_work(
+    comm: Any,
+    app_name: str,
+    scene: str | None,
+    part_shape: tuple[int, ...],
+    cell_shape: tuple[int, ...] | None,
+    steps: int,
+    *,
+    given: str,
+    outputs: dict[str, Path | None],
+    serial: bool,
+) -> None:
+    """Refuse, before any rank builds the program, an output path rank 0 cannot write
+    (``--record``, ``--timeline``: rank 0 writes them) or a program too big for this node.
+
+    With ``serial`` (``--executor serial``) rank 0 holds the whole program. Rank 0 decides
+    and every rank takes its verdict, so all ranks stop together (none waits
+    in a collective for a rank that gave up) and the refusal is printed once.
+
+    Raises
+    ------
+    InputError
+        The same one on every rank.
+    """
+    from grapeshot.apps import APPS, default_scene
+    from grapeshot.model.atomic import check_output_path
+    from grapeshot.model.memory import check_program_memory
+
+    # Each rank holds its share of the partitions; rank 0's node holds its ranks'.
+    share = None if serial else node_share(comm)
+
+    def check() -> None:
+        for option, path in outputs.items():
+            if path is not None:
+                check_output_path(path, option)
+        check_program_memory(
+            app_name,
+            scene or (default_scene(app_name) if app_name in APPS else None),
+            part_shape, cell_shape, steps,
+            where=given, share=share,
+        )  # fmt: skip
+
+    rank_zero_decides(comm, check)
+
+
 def run_command(
     app_name: Annotated[
         str | None,
@@ -137,8 +182,8 @@ def run_command(
         str | None,
         typer.Option(
             "--scene",
-            help="Scene of a built-in app (default dambreak); passed to a factory that takes "
-            "scene=.",
+            help="Scene of a built-in app (default dambreak, or the app's first scene); "
+            "passed to a factory that takes scene=.",
         ),
     ] = None,
     parts: Annotated[
@@ -265,10 +310,15 @@ def run_command(
 
             app_name = chosen_app(app_name, app_option)
             part_shape = parse_parts(parts)
+            cell_shape = parse_cells(cells, len(part_shape))
+            _check_before_work(
+                comm, app_name, scene, part_shape, cell_shape, steps,
+                given=f"--parts {parts}" + ("" if cells is None else f" --cells {cells}"),
+                outputs={"--record": record, "--timeline": timeline},
+                serial=executor == "serial",
+            )  # fmt: skip
             setup_started = time.perf_counter()
-            program = make_app_program(
-                app_name, scene, part_shape, parse_cells(cells, len(part_shape)), seed
-            )
+            program = make_app_program(app_name, scene, part_shape, cell_shape, seed)
             n_threads = threads
             if n_threads < 1:
                 raise InputError("--threads", f"got {n_threads}", "an integer >= 1")

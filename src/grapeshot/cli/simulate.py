@@ -11,8 +11,15 @@ from rich import box
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from grapeshot.cli.options import BalancerOption, IntervalOption, ThresholdOption, WindowOption
-from grapeshot.cli.output import console, emit_json, err_console, warn
+from grapeshot.cli.options import (
+    BalancerOption,
+    IntervalOption,
+    ThresholdOption,
+    WindowOption,
+    show_synthetic_kinds,
+)
+from grapeshot.cli.output import FIGURE_SUFFIXES, console, emit_json, err_console, warn
+from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.synthetic import describe_kinds
@@ -62,8 +69,11 @@ _PARAGRAPHS = (
     "partitions (it cannot be refined); anything else stops with an error naming the numbers "
     "(docs/simulator.md).",
     "**What the numbers mean** (simulated time). step: mean time per step, from the "
-    "end of one step to the end of the next. LIF: mean over steps of max/mean − 1 over nodes "
-    "of the step's task time per core (0 is perfect balance). hidden: the share of the time "
+    "end of one step to the end of the next. LIF: the busy-time LIF, mean over steps of the "
+    "busiest node's task time per core over the balanced time per core (Σ time / Σ cores), − 1 "
+    "(0 is perfect balance); task time includes every task's overheads, so it is not grapeshot "
+    "place's cost LIF of the same placement (of the trace's cost alone; without overheads the "
+    "two agree). hidden: the share of the time "
     "with inter-node data in flight towards a node during which its cores computed. busy: "
     "the share of all core time spent computing. MB/step: inter-node halo data per step. "
     "--json gives the same per run, for scripts (ppc: --ppc's k, or the real partitions per "
@@ -235,6 +245,73 @@ def simulate_placement(
     return Run("placement", None, fixed.seed or 0, wl.parts_shape, result)
 
 
+def _check_sweep_memory(
+    trace: Path | None,
+    synthetic: str | None,
+    workload: Any,
+    steps_ab: tuple[int, int] | None,
+    ppc_text: str | None,
+    ppcs: list[int] | None,
+    machine: Any,
+    phases: int,
+    timeline: tuple[int | None, int] | None,
+) -> None:
+    """Refuse, before anything is built or simulated, a sweep that needs more memory than
+    the machine has available.
+
+    The sweep keeps the workload of every partition count it builds (one per ``--ppc``
+    level) and runs one simulation at a time, so it needs the sum of the workloads plus the
+    largest run: a synthetic workload's build, or the simulator's tasks (and the timeline's
+    window, on the run it records). A trace file is in memory already.
+
+    Raises
+    ------
+    InputError
+        Naming ``--ppc`` if a resized level is the largest, else the workload's option.
+    """
+    import math
+
+    from grapeshot.model import memory
+    from grapeshot.model.synthetic import parse_spec
+
+    if synthetic is not None:
+        _, params = parse_spec(synthetic)
+        shape, steps = tuple(params["parts"]), params["steps"]
+    else:
+        shape, steps = tuple(workload.parts_shape), workload.n_steps
+    run_steps = steps if steps_ab is None else max(min(steps_ab[1], steps) - steps_ab[0], 1)
+    kept, peak, largest, worst = 0, 0, -1, None
+    for k in ppcs or [None]:
+        if k is None:
+            n = math.prod(shape)
+            messages = (
+                memory.grid_messages(shape) if synthetic is not None else len(workload.halo.indices)
+            )
+        else:
+            n = machine.total_cores * k
+            messages = n * memory.NEIGHBOURS[len(shape)]
+        if synthetic is None and k is None:
+            resident = build = 0  # the trace as read, already in memory
+        else:
+            resident = memory.workload_bytes(n, steps, messages)
+            build = resident + (
+                memory.HALO_BUILD_BYTES_PER_MESSAGE * messages if synthetic is not None else 0
+            )
+        window = timeline[1] if timeline is not None and timeline[0] == k else 0
+        run = memory.simulation_bytes(n, run_steps, phases, machine.nodes, window=window)
+        kept += resident
+        peak = max(peak, build - resident, run)
+        if resident + run > largest:
+            largest, worst = resident + run, k
+    if worst is not None:
+        where = f"--ppc {ppc_text}"
+    else:
+        where = f"--trace {trace}" if trace is not None else f"--synthetic {synthetic}"
+    memory.check_memory(
+        kept + peak, where, "to simulate every run", "fewer partitions (--ppc, parts=) or steps"
+    )
+
+
 def simulate_command(
     machine: Annotated[
         str,
@@ -250,6 +327,9 @@ def simulate_command(
         typer.Option(
             "--synthetic",
             help="Synthetic workload KIND:key=value,...; '--synthetic help' lists them.",
+            # Eager: '--synthetic help' answers before the required --machine is asked for.
+            callback=show_synthetic_kinds,
+            is_eager=True,
         ),
     ] = None,
     nodes: Annotated[
@@ -362,6 +442,11 @@ def simulate_command(
         return
     if (trace is None) == (synthetic is None):
         raise InputError("--trace/--synthetic", "need exactly one of them", "a file or a SPEC")
+    # The files to write are checked before anything is read or simulated.
+    if not no_figure:
+        check_output_path(figure, "--figure", suffixes=FIGURE_SUFFIXES)
+    if timeline is not None:
+        check_output_path(timeline, "--timeline")
     fixed = None
     if placement is not None:
         for name, value in (("--strategy", strategy), ("--ppc", ppc)):
@@ -424,6 +509,10 @@ def simulate_command(
         pairs = [(s, k) for k in (ppcs or [None]) for s in strategies]
     selected = _timeline_run(timeline_run, pairs) if timeline is not None else None
     tl = None if selected is None or window is None else (selected[0], selected[1], window)
+    _check_sweep_memory(
+        trace, synthetic, workload, steps_ab, ppc, ppcs, m, phases,
+        None if tl is None else (tl[1], tl[2][1] - tl[2][0]),
+    )  # fmt: skip
     if ppcs is None:
         # Every input is checked by now: the note comes before the run, not before an error.
         n_given = fixed.n_parts if fixed is not None else source.as_given().n_parts
@@ -478,7 +567,7 @@ def simulate_command(
 
         fig = sweep_figure(
             runs,
-            title=f"{source.description} on {m.nodes} × {m.name} ({m.cores_per_node} cores)",
+            title=f"{source.description} on {m.nodes} × {m.name} ({m.describe_cores()} cores)",
         )
         written.append(str(save_figure(fig, figure)))
     timeline_path = None

@@ -22,15 +22,17 @@ HELP = "\n\n".join(
         "independent). Both are printed as percentages, and as fractions with --json.",
         "Table 1, row 2 of the paper prints q = 94.8 % for m = 16; the formula gives 53.3 % "
         "there and 94.8 % for m = 32 (see docs/theory.md).",
+        "Budget: a closed form, answered at once for any n and m up to 2^63 − 1.",
     ]
 )
 
 
 def theorem1_command(
     chares_per_node: Annotated[
-        int, typer.Option("--chares-per-node", help="Chares (tasks) per node n (>= 1).")
+        int,
+        typer.Option("--chares-per-node", help="Chares (tasks) per node n (1 to 2^63 − 1)."),
     ],
-    nodes: Annotated[int, typer.Option("--nodes", help="Nodes in the run m (>= 1).")],
+    nodes: Annotated[int, typer.Option("--nodes", help="Nodes in the run m (1 to 2^63 − 1).")],
     alpha: Annotated[
         float,
         typer.Option(

@@ -30,6 +30,7 @@ from grapeshot.cli.options import AppOption, chosen_app, parse_cells, parse_part
 from grapeshot.cli.output import console, emit_json, err_console
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
+from grapeshot.model.memory import check_program_memory
 from grapeshot.model.program import Program
 from grapeshot.model.workload import UNITS, Workload, partition_bounds
 from grapeshot.model.workload_file import save_workload
@@ -202,6 +203,9 @@ def trace_command(
     if every < 1:
         raise InputError("--every", f"got {every}", "an integer >= 1")
     check_output_path(out, "--out")
+    for option, folder in (("--vtk", vtk), ("--snapshot", snap)):
+        if folder is not None:
+            check_output_path(folder, option, folder=True)
     part_shape = parse_parts(parts)
     cell_shape = parse_cells(cells, len(part_shape))
     if seed < 0:
@@ -217,6 +221,9 @@ def trace_command(
                 f"{app_name} has no scene {scene!r}",
                 f"one of {', '.join(module.SCENES)}",
             )
+    if not user:
+        given = f"--parts {parts}" + ("" if cells is None else f" --cells {cells}")
+        check_program_memory(app_name, scene, part_shape, cell_shape, steps, where=given)
     written: list[str] = []
     if user or APPS[app_name].runnable:
         program = make_app_program(app_name, scene, part_shape, cell_shape, seed)

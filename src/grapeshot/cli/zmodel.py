@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from grapeshot.cli.output import console, emit_json
+from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides
 from grapeshot.model.errors import GrapeshotError, InputError
 
 HELP = """Run Beatnik's Z-Model of a Rayleigh-Taylor interface on MPI ranks.
@@ -155,6 +156,7 @@ def zmodel_command(
         spatial = SpatialOptions(
             _parts(spatial_parts), spatial_strategy, seed, spatial_interval, exchange=exchange
         )
+        _check_before_work(comm, mesh, {"--write-views": write_views, "--vtk": vtk}, trace)
         rec, z, w, be = run(
             params, comm, spatial=spatial, views=write_views, vtk=vtk, vtk_every=vtk_every
         )
@@ -216,6 +218,35 @@ def zmodel_command(
     )
     for p in summary["written"]:
         console.print(f"written: {p}", highlight=False)
+
+
+def _check_before_work(
+    comm: Any, mesh: int, folders: dict[str, Path | None], trace: Path | None
+) -> None:
+    """Refuse, before the run starts, an output rank 0 cannot write (the view and VTK
+    folders, the trace file) or a mesh whose points do not fit in this node's memory (each
+    rank holds its share of the ``mesh²`` points). Every rank takes rank 0's verdict.
+
+    Raises
+    ------
+    InputError
+        The same one on every rank.
+    """
+    from grapeshot.model.atomic import check_output_path
+    from grapeshot.model.memory import ZMODEL_BYTES_PER_POINT, check_memory
+
+    share = node_share(comm)
+
+    def check() -> None:
+        for option, folder in folders.items():
+            if folder is not None:
+                check_output_path(folder, option, folder=True)
+        if trace is not None:
+            check_output_path(trace, "--trace")
+        need = math.ceil(ZMODEL_BYTES_PER_POINT * mesh * mesh * share)
+        check_memory(need, f"--mesh {mesh}", "for the surface's points", "a smaller --mesh")
+
+    rank_zero_decides(comm, check)
 
 
 zmodel_command.__doc__ = HELP

@@ -14,6 +14,7 @@ Pattern file (text, UTF-8): ``#`` starts a comment; the first non-comment line i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,17 +153,62 @@ def format_pattern(pattern: Pattern) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _load_npy(path: Path) -> Pattern:
+    """COM from an ``.npy`` file, its header checked before any data is read.
+
+    A header can claim any shape, so ``np.load`` alone may try to allocate exabytes or meet
+    the end of the file; every refusal names the file.
+    """
+    where, expected = str(path), f"an (n, n) integer .npy, n <= {LIMITS['n']}"
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as fh:
+            readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+            try:
+                shape, fortran, dtype = readers[fmt.read_magic(fh)](fh)
+            except Exception as exc:
+                # numpy parses the header with ast and tokenize: whatever the damage is, it
+                # raises ValueError, SyntaxError, tokenize.TokenError, ...
+                raise InputError(where, f"is not a readable .npy file ({exc})", expected) from None
+            n = shape[0] if len(shape) == 2 and shape[0] == shape[1] else -1
+            if dtype.kind not in "iu" or not 1 <= n <= LIMITS["n"]:
+                raise InputError(where, f"holds {dtype} of shape {shape}", expected)
+            data = fh.read(n * n * dtype.itemsize + 1)
+    except OSError as exc:
+        raise InputError(where, f"cannot read ({exc.strerror or exc})", expected) from None
+    if len(data) != n * n * dtype.itemsize:
+        raise InputError(where, f"has {len(data)} bytes of data for {shape} {dtype}", expected)
+    arr = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    if arr.size and arr.max() >= 2**62:  # int64 sums of many messages must not overflow
+        i, j = np.unravel_index(int(np.argmax(arr)), shape)
+        raise InputError(f"{where}: com[{i}, {j}]", f"got {arr[i, j]}", "bytes in [0, 2^62)")
+    return Pattern(arr.astype(np.int64), path.name)
+
+
 def load_pattern(spec_or_file: str) -> Pattern:
     """A spec string, or a pattern file (text or ``.npy``) if it names an existing file."""
     path = Path(spec_or_file)
     if path.suffix == ".npy":
         if not path.is_file():
             raise InputError(str(path), "no such file", "an .npy pattern file")
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(str(path), f"cannot read ({exc})", "an (n, n) int .npy") from None
-        return Pattern(arr, path.name)
+        return _load_npy(path)
     if path.is_file():
         return parse_pattern_text(read_input_text(path, "a pattern file"), name=str(path))
+    kind = spec_or_file.strip().partition(":")[0].strip()
+    if kind not in KINDS and ":" not in spec_or_file:
+        # Not a kind and no keys: the user meant a file ("pattern.txt", "runs/p"), or a kind
+        # mistyped; say both rather than only "unknown pattern kind".
+        if path.suffix or "/" in spec_or_file or os.sep in spec_or_file:
+            problem = "no such file" if not path.exists() else "is not a file"
+            raise InputError(
+                f"--pattern {spec_or_file}",
+                problem,
+                "a pattern file (text 'ranks N' + 'SRC DST BYTES' lines, or an (n, n) .npy) "
+                f"or a SPEC KIND:key=value,... with KIND one of {', '.join(KINDS)}",
+            )
+        raise InputError(
+            "--pattern",
+            f"{spec_or_file!r} is neither a file nor a pattern kind",
+            f"an existing pattern file, or one of {', '.join(KINDS)} ('--pattern help')",
+        )
     return parse_spec(spec_or_file)

@@ -4,8 +4,10 @@ A trace prefix can be much lighter than the log a paper simulated. The COARE pap
 run used 45,333 cleaned jobs over 12 months (its table 3); the shared prefix has about 3,150
 jobs over 57 days, i.e. 2.3 times fewer jobs per day. :func:`compress_arrivals` divides every
 inter-arrival time by a factor (run times, sizes and requests unchanged), so the offered load
-grows by that factor. It changes the workload: results on a compressed trace are a different
-experiment and must be reported as such, never in place of the trace's own.
+grows by up to that factor (:func:`offered_load`'s span keeps the last jobs' run time, which
+the compression does not shorten: a little less than the factor on a long log). It changes
+the workload: results on a compressed trace are a different experiment and must be reported
+as such, never in place of the trace's own.
 """
 
 from __future__ import annotations
@@ -20,11 +22,25 @@ YEAR_S = 365.25 * 86400.0
 
 
 def offered_load(trace: JobTrace, cpus: int) -> float:
-    """Σ procs × run / (cpus × (last submit − first submit)); 0 for fewer than two jobs."""
-    if len(trace) < 2:
+    """The work the log offers over the machine's capacity in the span it is offered in.
+
+    ``Σ procs × run / (cpus × T)`` with ``T = max(submit + run) − min(submit)``: from the
+    first submission to the earliest moment the last job could end, the shortest span in
+    which a machine that never made a job wait would run every job of the log. A load above
+    1 means no schedule runs the log's work in that span.
+
+    ``T`` used to be the span of the submissions alone, ``max(submit) − min(submit)``. On a
+    log much longer than its jobs the two agree (the difference is the last jobs' run time
+    against months of arrivals); on an excerpt shorter than its jobs the old figure counted
+    hours of work against minutes of capacity: 973 for the first ten minutes of the HPC2N
+    Seth prefix (3 jobs, the longest 8.7 h, 240 CPUs), 0.37 now. 0 for a log without work.
+    """
+    if len(trace) == 0:
         return 0.0
-    span = float(np.max(trace.submit) - np.min(trace.submit))
-    work = float(np.sum(np.maximum(trace.procs, 0) * np.maximum(trace.run, 0.0)))
+    run = np.maximum(np.asarray(trace.run, dtype=np.float64), 0.0)
+    submit = np.asarray(trace.submit, dtype=np.float64)
+    span = float(np.max(submit + run) - np.min(submit))
+    work = float(np.sum(np.maximum(trace.procs, 0) * run))
     return work / (cpus * span) if span > 0 else 0.0
 
 

@@ -24,8 +24,13 @@ from grapeshot.jobs.swf import SwfRead
 from grapeshot.jobs.trace import JobTrace, empty_columns
 from grapeshot.model.errors import InputError, read_input_text
 
-_DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
-_MEM = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)([nc]?)$")
+# ASCII digits only (``\d`` takes any script's) and few of them: a value past int64 or float
+# range is a damaged log, refused by its line and column, never a wrapped number or inf.
+_DURATION = re.compile(
+    r"^(?:([0-9]{1,9})-)?(?:([0-9]{1,9}):)?([0-9]{1,9}):([0-9]{1,9}(?:\.[0-9]{1,9})?)$"
+)
+_MEM = re.compile(r"^([0-9]{1,15}(?:\.[0-9]{1,9})?)([KMGT]?)([nc]?)$")
+_COUNT = re.compile(r"^[0-9]{1,18}$")
 _UNIT_KB = {"": 1024.0, "K": 1.0, "M": 1024.0, "G": 1024.0**2, "T": 1024.0**3}
 _STATUS = {"COMPLETED": 1, "FAILED": 0, "CANCELLED": 5, "TIMEOUT": 0, "OUT_OF_MEMORY": 0}
 
@@ -103,17 +108,19 @@ def parse_sacct_text(text: str, source: str = "<sacct>", *, strict: bool = False
                 seen -= 1
                 continue
             base = job.split("_")[0].split("+")[0]
-            if not base.isdigit():
+            if not _COUNT.fullmatch(base):
                 raise InputError(f"{where} column JobID", f"got {job[:40]!r}", "a job number")
-            try:
-                ncpus = int(cell("NCPUS"))
-            except ValueError:
+            if not _COUNT.fullmatch(cell("NCPUS")):
                 raise InputError(f"{where} column NCPUS", f"got {cell('NCPUS')[:40]!r}",
-                                 "an integer") from None  # fmt: skip
+                                 "an integer >= 0")  # fmt: skip
+            ncpus = int(cell("NCPUS"))
             submit = parse_time(cell("Submit"), f"{where} column Submit")
             if np.isnan(submit):
                 raise InputError(f"{where} column Submit", "unknown", "a timestamp")
             start = parse_time(cell("Start"), f"{where} column Start") if "Start" in col else submit
+            if start < submit:
+                raise InputError(f"{where} column Start", f"{cell('Start')[:40]!r} is before "
+                                 "Submit", "a start at or after the submission")  # fmt: skip
             elapsed = parse_duration(cell("Elapsed"), f"{where} column Elapsed")
             limit = parse_duration(cell("Timelimit"), f"{where} column Timelimit")
             mem = parse_mem_kb(cell("ReqMem"), ncpus, f"{where} column ReqMem")

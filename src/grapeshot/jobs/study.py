@@ -14,6 +14,7 @@ from grapeshot.jobs.metrics import LoggedRun, PolicyMetrics, logged_run, policy_
 from grapeshot.jobs.policies import Policy
 from grapeshot.jobs.simulate import Machine, simulate
 from grapeshot.jobs.trace import JobTrace
+from grapeshot.model.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def run_study(
     seed: int = 0,
     compress: float = 1.0,
     on_policy: Callable[[str], None] | None = None,
+    source: str = "workload",
 ) -> Study:
     """Clean ``trace`` for ``machine``, optionally apply COARE mode, simulate every policy.
 
@@ -83,9 +85,27 @@ def run_study(
         :mod:`grapeshot.jobs.load`); 1 simulates the trace as logged.
     on_policy
         Called with each policy name before it runs (progress).
+    source
+        What holds the jobs, for errors (``"--swf seth.swf"``).
+
+    Raises
+    ------
+    InputError
+        If ``trace`` holds no jobs, or cleaning drops every one: there is nothing to
+        simulate, and metrics of no jobs would print as zeros.
     """
+    if len(trace) == 0:
+        raise InputError(source, "holds no jobs", "a log with at least one job")
     cleaned = clean(trace, cpus=machine.cpus)
     ct = cleaned.trace
+    if len(ct) == 0:
+        dropped = ", ".join(f"{s.name} {s.affected}" for s in cleaned.steps if s.affected)
+        raise InputError(
+            source,
+            f"no job left to simulate: cleaning dropped all {len(trace)} ({dropped})",
+            f"jobs with a run time and at most {machine.cpus} processors (--cpus) that ran at "
+            "most 7 days, not all in one user's flurry (docs/jobs.md)",
+        )
     logged = None
     if len(ct) and (ct.wait >= 0).any():
         logged = logged_run(ct.submit, ct.wait, ct.run, ct.procs, machine.cpus, cleaned.in_metrics)

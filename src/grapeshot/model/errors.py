@@ -69,6 +69,11 @@ def read_input_text(path: str | os.PathLike[str], expected: str, *, errors: str 
         return Path(path).read_text(encoding="utf-8", errors=errors)
     except OSError as exc:
         raise InputError(str(path), f"cannot read ({exc.strerror or exc})", expected) from None
+    except UnicodeDecodeError as exc:  # errors="strict": a byte that is not UTF-8
+        line = exc.object.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{path} line {line}", f"is not UTF-8 text (byte {exc.start})", expected
+        ) from None
 
 
 def check_positive_int(value: int, where: str, *, minimum: int = 1) -> int:

@@ -27,6 +27,15 @@ from grapeshot.model.errors import InputError
 #: A fat tree's ``arity`` when its file or preset gives none.
 DEFAULT_ARITY = 2
 
+#: Most nodes a machine may have: over six times the largest machine of the TOP500 lists
+#: (Fugaku's 158,976 nodes), and small enough that every per-node array fits in memory.
+MAX_NODES = 1 << 20
+#: Most cores a machine may have in all (nodes × cores per node); the same bound as the
+#: largest tree of cores TreeMatch's text may describe (``topology.MAX_LEAVES``).
+MAX_CORES = 1 << 24
+#: Most switch levels of a fat tree (a binary tree of ``MAX_NODES`` nodes has 20).
+MAX_LEVELS = 64
+
 TOPOLOGIES: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "flat": frozenset(),
@@ -70,6 +79,11 @@ class NodeTree:
                     f"node.levels[{i}]", f"got {level!r}", '["name", arity] with arity >= 1'
                 )
         object.__setattr__(self, "levels", tuple((str(n), int(a)) for n, a in self.levels))
+        # Before anything is sized by the core count (the numbering check lists the cores).
+        if self.cores > MAX_CORES:
+            raise InputError(
+                "node.levels", f"give {self.cores} cores per node", f"at most {MAX_CORES} cores"
+            )
         if self.core_numbering is not None:
             numbering = tuple(self.core_numbering)
             if sorted(numbering) != list(range(self.cores)):
@@ -166,15 +180,50 @@ def _check_param(where: str, key: str, value: Any) -> Any:
             raise InputError(where, f"got {value!r}", "a list of 3 values (x, y, z)")
         if key == "dims" and not all(is_int(v, 1) for v in value):
             raise InputError(where, f"got {value!r}", "3 integers >= 1")
+        if key == "dims" and math.prod(value) > MAX_NODES:
+            raise InputError(
+                where, f"{list(value)} has {math.prod(value)} routers", f"at most {MAX_NODES}"
+            )
         if key == "link_weights" and not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+            for v in value
         ):
-            raise InputError(where, f"got {value!r}", "3 numbers > 0")
+            raise InputError(where, f"got {value!r}", "3 finite numbers > 0")
         return tuple(value)
     minimum = 2 if key == "arity" else 1
-    if not is_int(value, minimum):
-        raise InputError(where, f"got {value!r}", f"an integer >= {minimum}")
+    maximum = MAX_LEVELS if key == "levels" else MAX_NODES
+    if not is_int(value, minimum) or value > maximum:
+        raise InputError(where, f"got {value!r}", f"an integer in [{minimum}, {maximum}]")
     return value
+
+
+def _check_network_size(nodes: int, network: Network) -> None:
+    """Refuse a network too small for ``nodes`` nodes: a torus of fewer routers than the nodes
+    need, a fat tree whose given levels hold fewer nodes than the machine has.
+
+    Without ``dims`` or ``levels`` the network is sized to the nodes (``topology.torus_box``,
+    the fewest levels holding them), so only the values a file or preset gives are checked.
+    """
+    params = network.params
+    if network.topology == "torus3d" and "dims" in params:
+        dims = params["dims"]
+        npr = params.get("nodes_per_router", 1)
+        routers = -(-nodes // npr)
+        if math.prod(dims) < routers:
+            raise InputError(
+                "network.torus3d.dims",
+                f"{list(dims)} has {math.prod(dims)} routers, {math.prod(dims) * npr} nodes at "
+                f"{npr} per router, for {nodes} nodes",
+                f"dims with at least {routers} routers (x * y * z), or fewer nodes",
+            )
+    if network.topology == "fat-tree" and "levels" in params:
+        arity, levels = params.get("arity", DEFAULT_ARITY), params["levels"]
+        if arity**levels < nodes:
+            raise InputError(
+                "network.fat_tree.levels",
+                f"{levels} levels of arity {arity} hold {arity**levels} nodes, for {nodes} nodes",
+                f"arity ** levels >= {nodes}, or leave levels out (the fewest that hold them)",
+            )
 
 
 @dataclass(frozen=True)
@@ -203,11 +252,19 @@ class Machine:
     node_cores: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        # The one validation of a machine: presets, machine files, --nodes (with_nodes) and
+        # every Machine a command builds pass here, so each rule holds wherever one is used.
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int | np.integer):
             raise InputError("nodes", f"got {self.nodes!r}", "an integer >= 1")
-        if self.nodes < 1:
-            raise InputError("nodes", f"got {self.nodes}", "an integer >= 1")
+        if not 1 <= self.nodes <= MAX_NODES:
+            raise InputError(
+                "nodes", f"got {self.nodes}", f"an integer in [1, {MAX_NODES}] (grapeshot's limit)"
+            )
         object.__setattr__(self, "nodes", int(self.nodes))
+        if not isinstance(self.node, NodeTree):
+            raise InputError("node", f"got {type(self.node).__name__}", "a NodeTree")
+        if not isinstance(self.network, Network):
+            raise InputError("network", f"got {type(self.network).__name__}", "a Network")
         if self.node_cores is not None:
             cores = tuple(self.node_cores)
             if len(cores) != self.nodes:
@@ -217,6 +274,15 @@ class Machine:
             if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in cores):
                 raise InputError("node_cores", f"got {list(cores)}", "integers >= 1")
             object.__setattr__(self, "node_cores", cores)
+        cores_each = self.node_cores if self.node_cores is not None else (self.node.cores,)
+        total = sum(cores_each) if self.node_cores is not None else self.nodes * cores_each[0]
+        if total > MAX_CORES:
+            raise InputError(
+                "nodes",
+                f"{self.nodes} nodes of {self.describe_cores()} cores are {total} cores",
+                f"at most {MAX_CORES} cores in all (grapeshot's limit)",
+            )
+        _check_network_size(self.nodes, self.network)
 
     @property
     def cores_per_node(self) -> int:
@@ -224,6 +290,20 @@ class Machine:
         if self.node_cores is not None:
             return max(self.node_cores)
         return self.node.cores
+
+    @property
+    def uniform(self) -> bool:
+        """Whether every node has the same number of cores."""
+        return self.node_cores is None or len(set(self.node_cores)) == 1
+
+    def describe_cores(self) -> str:
+        """Cores per node as a person reads them: ``"32"``, or ``"16–64"`` when nodes differ.
+
+        What a report prints where :attr:`cores_per_node` (the largest) would mislead.
+        """
+        if self.uniform:
+            return str(self.cores_per_node)
+        return f"{min(self.node_cores)}–{max(self.node_cores)}"  # type: ignore[arg-type]
 
     def cores(self) -> np.ndarray:
         """Cores of every node, int64 array of shape ``(nodes,)``."""
@@ -237,9 +317,23 @@ class Machine:
         return int(self.cores().sum())
 
     def with_nodes(self, nodes: int) -> Machine:
-        """The same machine with ``nodes`` nodes (per-node core lists cannot be resized)."""
+        """The same machine with ``nodes`` nodes (per-node core lists cannot be resized).
+
+        Raises
+        ------
+        InputError
+            Naming ``--nodes`` when the machine cannot have that many nodes (the limit, or a
+            network its description sizes: a torus's ``dims``, a fat tree's ``levels``).
+        """
         if self.node_cores is not None and nodes != self.nodes:
             raise InputError(
                 "--nodes", f"got {nodes}", f"{self.nodes}: this machine lists cores per node"
             )
-        return dataclasses.replace(self, nodes=nodes)
+        try:
+            return dataclasses.replace(self, nodes=nodes)
+        except InputError as exc:
+            if exc.where == "nodes":  # the limit itself: the field is the option
+                raise InputError("--nodes", exc.problem, exc.expected) from None
+            raise InputError(
+                "--nodes", f"got {nodes}; {self.name}'s {exc.where}: {exc.problem}", exc.expected
+            ) from None

@@ -1,9 +1,11 @@
 """Placements (partition → node) and the metrics that judge them on a workload.
 
-LIF, the load imbalance factor, is the source paper's: ``max / mean − 1`` over nodes of one
-step's load. On machines whose nodes differ in cores the load compared is per core (a node
-with twice the cores is expected to carry twice the work); on equal nodes that is the same
-number as the paper's.
+LIF, the load imbalance factor, is the source paper's ``max / mean − 1`` over nodes of one
+step's load, read as the step's time over its perfectly balanced time:
+``max_k(load_k / cores_k) / (Σ load / Σ cores) − 1`` (0 for a step with no load). A step lasts
+as long as its busiest node, which needs ``load_k / cores_k``; perfect balance gives every core
+``Σ load / Σ cores``. On equal nodes that is the paper's number. :func:`load_imbalance` is the
+one definition: every strategy, metric and report computes the LIF through it.
 
 A placement file is written in one of :data:`PLACEMENT_FORMATS` (docs/formats.md): grapeshot's
 JSON, which keeps everything, or one of three files any language reads without a JSON parser
@@ -368,8 +370,8 @@ class PlacementMetrics:
     node_load
         float64, ``(steps, nodes)``: summed partition cost per node per step (workload units).
     lif
-        float64, ``(steps,)``: load imbalance factor per step, ``max/mean − 1`` of the per-core
-        load (0 for a step with no load).
+        float64, ``(steps,)``: load imbalance factor per step, :func:`load_imbalance` of
+        ``node_load`` (the workload's cost alone: no overheads, unlike a simulated run's).
     bytes_cut
         Bytes per step of halo messages whose ends are on different nodes.
     bytes_total
@@ -395,13 +397,60 @@ class PlacementMetrics:
         return float(self.lif.max())
 
 
+def balanced_load(load: np.ndarray, cores: np.ndarray | None = None) -> np.ndarray:
+    """Load per core of each row of ``load`` (``(..., nodes)``) under perfect balance.
+
+    Parameters
+    ----------
+    load
+        float, ``(..., nodes)``: the load of every node (any unit: work, seconds).
+    cores
+        ``(nodes,)``: cores of every node; ``None`` means equal nodes (load per node).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, ``(...)``: ``Σ load / Σ cores`` (``Σ load / nodes`` without ``cores``).
+    """
+    load = np.asarray(load, dtype=np.float64)
+    if cores is None:
+        return load.mean(axis=-1)
+    cores = np.asarray(cores, dtype=np.float64)
+    if cores.size and np.all(cores == cores.flat[0]):
+        # Equal nodes: the mean of the per-core loads is Σ load / Σ cores in exact arithmetic,
+        # and it is how the LIF has always been computed there, so preset machines keep the
+        # same bits.
+        return (load / cores).mean(axis=-1)
+    return load.sum(axis=-1) / cores.sum()
+
+
 def load_imbalance(load: np.ndarray, cores: np.ndarray | None = None) -> np.ndarray:
-    """LIF of each row of ``load`` (``(..., nodes)``): ``max/mean − 1`` of load per core."""
-    per_core = load if cores is None else load / cores
-    mean = per_core.mean(axis=-1)
+    """LIF of each row of ``load``: the step's time over its perfectly balanced time, − 1.
+
+    ``max_k(load_k / cores_k) / (Σ load / Σ cores) − 1``: the busiest node per core against
+    what every core would carry under perfect balance (:func:`balanced_load`). Unweighted
+    means of the per-core loads are wrong on unequal nodes (a lone 1-core node 18 % over
+    reads 9.5 % next to a 7-core node); this is the one definition every strategy, metric and
+    report uses (a strategy wanting ``max/avg`` takes this ``+ 1``).
+
+    Parameters
+    ----------
+    load
+        float, ``(..., nodes)``: the load of every node in each step (or any leading shape).
+    cores
+        ``(nodes,)``: cores of every node; ``None`` means equal nodes.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, ``(...)``: the LIF of each row, ``>= 0``; 0 for a row with no load.
+    """
+    load = np.asarray(load, dtype=np.float64)
+    per_core = load if cores is None else load / np.asarray(cores, dtype=np.float64)
+    level = balanced_load(load, cores)
     peak = per_core.max(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(mean > 0, peak / np.where(mean > 0, mean, 1.0) - 1.0, 0.0)
+        return np.where(level > 0, peak / np.where(level > 0, level, 1.0) - 1.0, 0.0)
 
 
 def placement_metrics(

@@ -29,10 +29,18 @@ from typing import Any
 import numpy as np
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.memory import check_memory, synthetic_bytes
 from grapeshot.model.seed import as_generator
-from grapeshot.model.workload import Workload, grid_halo, partition_bounds
+from grapeshot.model.workload import Workload, check_grid, grid_halo, partition_bounds
 
 GRAVITY = 9.81  # m/s², for the dam break's time scale
+#: Largest ``cell_bytes`` (1 GiB a ghost cell): halo messages of any grid that fits in memory
+#: then stay within int64.
+MAX_CELL_BYTES = 1 << 30
+#: Largest cost a key may give (seconds or milliseconds a partition, a wet cell): any larger
+#: one is a typo, and sums over every partition and step of a grid that fits in memory stay
+#: far within float64 (no LIF of inf / inf).
+MAX_COST = 1e12
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,14 @@ def _pos_int(text: str) -> int:
     return value
 
 
+def _cell_bytes(text: str) -> int:
+    # Bounded so a partition's halo bytes (ghost cells x cell_bytes) stay within int64.
+    value = _pos_int(text)
+    if value > MAX_CELL_BYTES:
+        raise ValueError(text)
+    return value
+
+
 def _nonneg_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -86,7 +102,7 @@ def _fraction(text: str) -> float:
 
 def _nonneg(text: str) -> float:
     value = float(text)
-    if not value >= 0.0 or value == float("inf"):
+    if not 0.0 <= value <= MAX_COST:
         raise ValueError(text)
     return value
 
@@ -101,9 +117,10 @@ _EXPECTED = {
     _shape: "2 or 3 positive integers joined by 'x' or ',', e.g. 64x64",
     _cells: "1 to 3 positive integers joined by 'x' or ',', e.g. 16 or 16x8",
     _pos_int: "an integer >= 1",
+    _cell_bytes: f"an integer in [1, {MAX_CELL_BYTES}]",
     _nonneg_int: "an integer >= 0",
     _fraction: "a number in (0, 1]",
-    _nonneg: "a finite number >= 0",
+    _nonneg: f"a number in [0, {MAX_COST:.0e}]",
     _mode: "redraw or move",
 }
 
@@ -113,7 +130,7 @@ _COMMON = {
     "steps": Key(_pos_int, 10, "number of steps"),
     "seed": Key(_nonneg_int, 0, "seed of the random draws"),
     "ghost": Key(_pos_int, 1, "ghost layer width, cells"),
-    "cell_bytes": Key(_pos_int, 8, "bytes exchanged per ghost cell"),
+    "cell_bytes": Key(_cell_bytes, 8, "bytes exchanged per ghost cell"),
 }
 
 
@@ -140,7 +157,7 @@ def _binary(p: dict[str, Any], domain: tuple[int, ...]) -> np.ndarray:
 
 def _uniform(p: dict[str, Any], domain: tuple[int, ...]) -> np.ndarray:
     if p["b"] < p["a"]:
-        raise InputError("synthetic uniform: b", f"got {p['b']} < a = {p['a']}", "b >= a")
+        raise InputError("--synthetic uniform: b", f"got {p['b']} < a = {p['a']}", "b >= a")
     rng = as_generator(p["seed"])
     n = int(np.prod(p["parts"]))
     return rng.uniform(p["a"], p["b"], size=(p["steps"], n)) * 1e-3
@@ -173,6 +190,8 @@ def _dam_depth(x: np.ndarray, tau: float, width: float, height: float) -> np.nda
         depth = 0.5 * volume + bump
     # Ritter's reservoir is infinite and the wave's tail leaves the domain: rescale so the
     # volume stays that of the initial column.
+    if not depth.mean() > 0.0:  # a column thinner than a cell (or than float's range): dry
+        return np.zeros_like(x)
     return np.minimum(depth * (volume / depth.mean()), 1.0)
 
 
@@ -311,6 +330,7 @@ def synthetic_workload(spec: str) -> Workload:
             f"--synthetic {kind_name}: cells", f"got {len(cells)} values", f"1 or {len(shape)}"
         )
     domain = tuple(k * c for k, c in zip(shape, cells, strict=True))
+    check_grid(domain, shape, f"--synthetic {kind_name}: parts/cells")
     return build_synthetic(kind_name, params, domain, scene=spec)
 
 
@@ -319,8 +339,21 @@ def build_synthetic(
 ) -> Workload:
     """The workload of validated ``params`` (partition grid ``params["parts"]``) over
     ``domain`` cells: the kind's costs and the stencil halo of its ``ghost`` and
-    ``cell_bytes``."""
+    ``cell_bytes``.
+
+    Raises
+    ------
+    InputError
+        Naming the SPEC, before anything is allocated, if the workload needs more memory
+        than the machine has available (:mod:`grapeshot.model.memory`).
+    """
     shape = params["parts"]
+    check_memory(
+        synthetic_bytes(kind_name, shape, params["steps"], domain),
+        f"--synthetic {scene}",
+        "to build the workload",
+        "fewer partitions (parts=) or steps (steps=)",
+    )
     cost = KINDS[kind_name].build(params, domain)
     halo = grid_halo(domain, shape, ghost=params["ghost"], cell_bytes=params["cell_bytes"])
     return Workload(

@@ -22,6 +22,7 @@ leaving the node; the torus keeps Blue Waters' Gemini link weights (x = z = 2 y)
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from dataclasses import dataclass
@@ -240,8 +241,9 @@ def parse_tleaf(text: str, where: str = "--tleaf") -> TreeTopology:
 
 
 def _int_word(word: str, where: str, lo: int, hi: int) -> int:
-    if not word.isascii() or not word.isdigit():
-        raise InputError(where, f"got {word!r}", f"an integer in [{lo}, {hi}]")
+    # Past 18 digits it is out of range anyway, and int() refuses 4,300 digits and more.
+    if not word.isascii() or not word.isdigit() or len(word.lstrip("0")) > 18:
+        raise InputError(where, f"got {word[:40]!r}", f"an integer in [{lo}, {hi}]")
     value = int(word)
     if not lo <= value <= hi:
         raise InputError(where, f"got {word!r}", f"an integer in [{lo}, {hi}]")
@@ -385,13 +387,8 @@ def network_graph(machine: Machine) -> NetworkGraph:
         return NetworkGraph(n, "fat-tree", {"arity": arity, "levels": levels})
     npr = int(net.params.get("nodes_per_router", 1))
     routers = -(-n // npr)
+    # Machine's own check has refused dims too small for its nodes.
     dims = tuple(int(d) for d in net.params.get("dims", torus_box(routers)))
-    if math.prod(dims) < routers:
-        raise InputError(
-            f"network.torus3d.dims ({machine.name})",
-            f"{dims} has {math.prod(dims)} routers for {n} nodes at {npr} per router",
-            f"at least {routers} routers",
-        )
     weights = tuple(float(w) for w in net.params.get("link_weights", (1.0, 1.0, 1.0)))
     return NetworkGraph(n, "torus3d", {"dims": dims, "npr": npr}, weights)  # type: ignore[arg-type]
 
@@ -401,6 +398,24 @@ def network_graph(machine: Machine) -> NetworkGraph:
 _MM_FORMATS = {"coordinate", "array"}
 _MM_FIELDS = {"real", "integer", "pattern", "double"}
 _MM_SYMMETRY = {"general", "symmetric"}
+
+
+def _scan_bytes(path: str | os.PathLike[str]) -> tuple[int | None, bool]:
+    """``(line of the first NUL byte or None, whether the file ends with a newline)``, read a
+    megabyte at a time: scipy's MatrixMarket reader dies of SIGSEGV on a NUL byte, and on a
+    last line holding anything after its number with no newline after it."""
+    line, last = 1, b"\n"
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                at = chunk.find(b"\x00")
+                if at >= 0:
+                    return line + chunk.count(b"\n", 0, at), True
+                line += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError:
+        pass  # the reader says what is wrong with the file
+    return None, last == b"\n"
 
 
 def read_affinity_matrix(path: str | os.PathLike[str]):
@@ -458,7 +473,10 @@ def read_affinity_matrix(path: str | os.PathLike[str]):
         raise InputError(f"{name} line 2", "no size line", "'rows cols [entries]'")
     sizes = lines[size_line - 1].split()
     expected_sizes = 3 if words[2] == "coordinate" else 2
-    if len(sizes) != expected_sizes or not all(s.isascii() and s.isdigit() for s in sizes):
+    # At most 18 digits: past them int() may refuse (4,300 digits), and no size is that large.
+    if len(sizes) != expected_sizes or not all(
+        s.isascii() and s.isdigit() and len(s) <= 18 for s in sizes
+    ):
         raise InputError(
             f"{name} line {size_line}",
             f"got {lines[size_line - 1][:60]!r}",
@@ -471,8 +489,15 @@ def read_affinity_matrix(path: str | os.PathLike[str]):
         )
     if rows > MAX_LEAVES:
         raise InputError(f"{name} line {size_line}", f"has {rows} rows", f"at most {MAX_LEAVES}")
+    nul, newline_at_end = _scan_bytes(path)
+    if nul is not None:
+        raise InputError(f"{name} line {nul}", "holds a NUL byte", "MatrixMarket text")
+    source: str | os.PathLike[str] | io.BytesIO = path
+    if not newline_at_end:  # given one, scipy reads the last line like any other
+        with open(path, "rb") as fh:
+            source = io.BytesIO(fh.read() + b"\n")
     try:
-        matrix = scipy.io.mmread(path)
+        matrix = scipy.io.mmread(source)
     except (ValueError, IndexError, TypeError, OverflowError, UnicodeError, OSError) as exc:
         problem = str(exc).splitlines()[0][:100] if str(exc) else type(exc).__name__
         raise InputError(

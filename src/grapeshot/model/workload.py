@@ -17,6 +17,8 @@ import numpy as np
 from grapeshot.model.errors import InputError
 
 UNITS = ("s", "work")
+#: Most cells a domain may have (2**48): int64 halo bytes and partition bounds never wrap.
+MAX_CELLS = 1 << 48
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +110,14 @@ def check_grid(domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], wher
                 f"got {k} partitions over {d} cells on an axis",
                 "at least one partition, and at least one cell per partition",
             )
+    # Halo bytes (ghost cells x bytes a cell) and partition bounds (i * d) are int64: a grid
+    # past these sizes would wrap them, and no grid that fits in memory comes near.
+    if math.prod(domain_shape) > MAX_CELLS or any(
+        d * k >= 1 << 62 for d, k in zip(domain_shape, parts_shape, strict=True)
+    ):
+        raise InputError(
+            where, f"got {math.prod(domain_shape)} cells", f"at most {MAX_CELLS} (2**48) cells"
+        )
 
 
 def grid_halo(
@@ -256,12 +266,10 @@ class Workload:
         """2 or 3."""
         return len(self.parts_shape)
 
-    def steps(self, start: int, stop: int) -> Workload:
-        """The trace restricted to steps ``start:stop``."""
+    def steps(self, start: int, stop: int, where: str = "--step-range") -> Workload:
+        """The trace restricted to steps ``start:stop``; errors name ``where`` (the option)."""
         if not 0 <= start < stop <= self.n_steps:
-            raise InputError(
-                "--steps", f"got {start}:{stop}", f"a:b with 0 <= a < b <= {self.n_steps}"
-            )
+            raise InputError(where, f"got {start}:{stop}", f"a:b with 0 <= a < b <= {self.n_steps}")
         work = None if self.work is None else self.work[start:stop]
         return Workload(
             self.domain_shape,

@@ -38,6 +38,7 @@ from numba import njit
 from scipy import sparse
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.placement import load_imbalance
 
 #: Charm++'s default message cost of GreedyCommLB / RefineCommLB (``+LBAlpha``, ``+LBBeta``):
 #: seconds per message and per byte.
@@ -107,11 +108,14 @@ def migration_volume(old: np.ndarray, new: np.ndarray, state_bytes: np.ndarray) 
 
 
 def max_over_avg(load: np.ndarray, node_of: np.ndarray, cores: np.ndarray) -> float:
-    """Largest node load per core over the mean load per core (1 is perfect balance)."""
+    """Largest node load per core over the balanced load per core (1 is perfect balance).
+
+    Charm++'s ``max/avg``: :func:`~grapeshot.model.placement.load_imbalance` of the node loads
+    plus 1 (1 when there is no load at all).
+    """
     cores = np.asarray(cores, dtype=np.float64)
-    per_core = np.bincount(node_of, weights=load, minlength=cores.size) / cores
-    mean = float(np.sum(load)) / float(cores.sum())
-    return float(per_core.max() / mean) if mean > 0 else 1.0
+    node_load = np.bincount(node_of, weights=load, minlength=cores.size)
+    return 1.0 + float(load_imbalance(node_load, cores))
 
 
 # --- GreedyLB -----------------------------------------------------------------------------------
@@ -201,6 +205,7 @@ def _refine(load, node_of, cores, t):
     node_load = np.zeros(n)
     for p in range(load.shape[0]):
         node_load[node_of[p]] += load[p]
+    # Charm++'s average: the balanced load per core, Σ load / Σ cores (the LIF's denominator).
     avg = load.sum() / cores.sum()
     limit = t * avg
     heavy = np.zeros(n, dtype=np.bool_)
@@ -559,7 +564,7 @@ def refine_comm_lb(
     base = _comm_loads(load, node_of, cores.size, *args)
     if base.sum() <= 0:
         return node_of.copy()
-    ratio = float((base / cores).max() / (base.sum() / cores.sum()))
+    ratio = 1.0 + float(load_imbalance(base, cores))
     t0 = 1.0 + threshold
     steps = max(0, math.ceil((ratio - t0) / THRESHOLD_STEP))
 

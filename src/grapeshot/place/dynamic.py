@@ -26,6 +26,7 @@ from scipy import sparse
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
+from grapeshot.model.placement import balanced_load, load_imbalance
 from grapeshot.place.rebalance import (
     BALANCERS,
     BirdshotBestOfK,
@@ -96,8 +97,38 @@ class DynamicStrategy(Protocol):
         ...
 
 
+def _greedy_moves(
+    load: np.ndarray, node_of: np.ndarray, cores: np.ndarray, threshold: float, max_moves: int
+) -> int:
+    """Pairwise moves (``node_of`` changed in place) while the LIF exceeds ``threshold``.
+
+    Parameters
+    ----------
+    load
+        float64, ``(P,)``: load of every partition.
+    node_of
+        int64, ``(P,)``: the placement, modified in place.
+    cores
+        float64, ``(nodes,)``: cores per node.
+    threshold
+        Tolerated LIF.
+    max_moves
+        Most partitions moved.
+
+    Returns
+    -------
+    int
+        The number of moves made.
+    """
+    node_load = np.bincount(node_of, weights=load, minlength=cores.size)
+    # Moves keep the total load and the cores, so the balanced level holds for the whole call
+    # and the kernel's test is load_imbalance's max / level − 1.
+    level = float(balanced_load(node_load, cores))
+    return int(_greedy_moves_kernel(load, node_of, cores, level, float(threshold), max_moves))
+
+
 @njit(cache=True)
-def _greedy_moves(load, node_of, cores, threshold, max_moves):
+def _greedy_moves_kernel(load, node_of, cores, level, threshold, max_moves):
     n = cores.shape[0]
     node_load = np.zeros(n)
     for p in range(load.shape[0]):
@@ -107,8 +138,7 @@ def _greedy_moves(load, node_of, cores, threshold, max_moves):
         per_core = node_load / cores
         hi = int(np.argmax(per_core))
         lo = int(np.argmin(per_core))
-        mean = per_core.mean()
-        if mean <= 0.0 or per_core[hi] <= (1.0 + threshold) * mean:
+        if level <= 0.0 or per_core[hi] / level - 1.0 <= threshold:
             break
         # Move the partition of the busiest node that brings the two closest together.
         target = (node_load[hi] * cores[lo] - node_load[lo] * cores[hi]) / (cores[hi] + cores[lo])
@@ -139,7 +169,8 @@ class ReactiveGreedy:
     """Reactive greedy balancing: move the right partition from the busiest to the idlest node.
 
     At each call the per-partition load is the mean task time over the steps since the last
-    call. While the most loaded node (per core) exceeds the mean by more than ``threshold``,
+    call. While the LIF of the node loads (:func:`~grapeshot.model.placement.load_imbalance`:
+    the busiest node per core over the balanced load per core, − 1) exceeds ``threshold``,
     one partition moves from it to the least loaded node: the one whose load is closest to
     what would equalise the two, among those whose move lowers the larger of the two. At most
     ``max_moves_fraction`` of the partitions move per call (at least one).
@@ -230,6 +261,10 @@ class ReactiveGreedy:
             )  # fmt: skip
         loads, node_of, cores = check_call(loads, node_of, cores, "reactive")
         load = np.ascontiguousarray(loads.mean(axis=0))
+        node_load = np.bincount(node_of, weights=load, minlength=len(cores))
+        # The trigger is the LIF itself: the busiest node per core against the balanced level.
+        if load_imbalance(node_load, cores) <= self.threshold:
+            return None
         new = np.ascontiguousarray(node_of, dtype=np.int64).copy()
         cap = max(1, int(self.max_moves_fraction * len(new)))
         moves = _greedy_moves(

@@ -26,6 +26,7 @@ from scipy import sparse
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
+from grapeshot.model.placement import load_imbalance
 from grapeshot.place import balancers as lb
 from grapeshot.place.birdshot import place_birdshot
 
@@ -178,7 +179,8 @@ class BirdshotDynamic:
     interval
         Steps between two looks at the monitors (each look is a synchronisation point).
     threshold
-        A node more than this fraction over the average utilisation triggers a swap (10%).
+        A LIF of the smoothed loads above this triggers a swap (10%): the most utilised node
+        more than this fraction over the balanced utilisation ``Σ c_p / Σ cores``.
     min_interval
         Steps that must separate two swaps (the paper's 60 s, against oscillation).
     smoothing
@@ -230,10 +232,11 @@ class BirdshotDynamic:
         if self._last_swap is not None and step - self._last_swap < self.min_interval:
             return None
         s = self._smoothed
-        util = np.bincount(nodes, weights=s, minlength=cores.size) / cores
-        mean = float(s.sum()) / float(cores.sum())
+        node_s = np.bincount(nodes, weights=s, minlength=cores.size)
+        util = node_s / cores
         hi, lo = int(np.argmax(util)), int(np.argmin(util))
-        if mean <= 0 or util[hi] <= (1.0 + self.threshold) * mean or hi == lo:
+        # "More than threshold over the average utilisation" is the LIF of the smoothed loads.
+        if load_imbalance(node_s, cores) <= self.threshold or hi == lo:
             return None
         on_hi, on_lo = np.flatnonzero(nodes == hi), np.flatnonzero(nodes == lo)
         if on_hi.size == 0 or on_lo.size == 0:
@@ -323,7 +326,12 @@ class BirdshotBestOfK:
 
 
 def placement_scores(pool: np.ndarray, load: np.ndarray, cores: np.ndarray) -> np.ndarray:
-    """Largest node load per core of each placement (row) of ``pool`` under ``load``."""
+    """Largest node load per core of each placement (row) of ``pool`` under ``load``.
+
+    Every candidate spreads the same total load over the same cores, so this ranks them as
+    their :func:`~grapeshot.model.placement.load_imbalance` does, and it is in the load's unit
+    (seconds: the step time the candidate would give).
+    """
     pool = np.asarray(pool, dtype=np.int64)
     k, n = pool.shape[0], int(np.asarray(cores).size)
     flat = (pool + n * np.arange(k)[:, None]).ravel()

@@ -67,7 +67,7 @@ def _affine_greedy(pred, home, cores, empty_fraction, slack_fraction, extra_per_
             mean[p] += pred[t, p] / w
     biggest = mean.max() if n_parts else 0.0
     avg = np.zeros(w)
-    for t in range(w):
+    for t in range(w):  # the balanced load per core of each step, Σ load / Σ cores
         avg[t] = pred[t].sum() / cores.sum()
     slack = slack_fraction * avg.sum()
     level = np.zeros((n, w))  # per node, per step: load per core

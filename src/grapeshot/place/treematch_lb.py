@@ -13,8 +13,9 @@ reconstruction of ``placement-algorithms.md`` §4.3, labelled as such in ``docs/
    Groups are relabelled to the node they overlap most, so unchanged groups do not move; the
    current nodes are kept when they already cut fewer bytes (a stencil placed geometrically).
 2. **Smoothing** (§4.3.2): while two nodes' loads per core differ by more than ``alpha``
-   (5 %) of the mean, the busiest node swaps a heavy chare for a light chare of the idlest
-   node (the swap closest to halving their gap), or gives one chare when that is better.
+   (5 %) of the balanced load per core (``Σ load / Σ cores``), the busiest node swaps a heavy
+   chare for a light chare of the idlest node (the swap closest to halving their gap), or gives
+   one chare when that is better.
 3. **Network** (§4.3.1, LibTopoMap): the groups' communication matrix is laid on the nodes'
    network by LibTopoMap's greedy on hop distances (torus with Gemini's 2 nodes per router,
    fat tree, flat), keeping the current layout unless it lowers hop-bytes.
@@ -44,6 +45,7 @@ from numba import njit
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
+from grapeshot.model.placement import balanced_load, load_imbalance
 from grapeshot.model.topology import TreeTopology, node_topology
 from grapeshot.place.mapping import map_to_network
 from grapeshot.place.partitioners import partition
@@ -71,8 +73,9 @@ class TreeMatchLBResult:
         (on rank 0 with a communicator, plus ``gather``: waiting for the other ranks and
         exchanging their cores).
     stats
-        ``swaps``, ``moves`` (smoothing), ``refine_moves``, ``node_imbalance`` (max/mean − 1
-        of node loads per core), ``migrated`` (chares whose node changed).
+        ``swaps``, ``moves`` (smoothing), ``refine_moves``, ``node_imbalance`` (the LIF of
+        the node loads, :func:`~grapeshot.model.placement.load_imbalance`), ``migrated``
+        (chares whose node changed).
     """
 
     node_of: np.ndarray
@@ -144,8 +147,12 @@ def _assign_names(g_of, n_of, order, nodes):
 
 
 @njit(cache=True)
-def _smooth(load, node_of, cores, alpha, max_steps):
-    """Swaps (or single moves) from the busiest to the idlest node until within ``alpha``."""
+def _smooth(load, node_of, cores, level, alpha, max_steps):
+    """Swaps (or single moves) from the busiest to the idlest node until within ``alpha``.
+
+    ``level`` is the balanced load per core (``balanced_load``): swaps and moves keep the
+    total load and the cores, so it holds throughout.
+    """
     n_nodes = cores.shape[0]
     node_load = np.zeros(n_nodes)
     for p in range(load.shape[0]):
@@ -156,8 +163,7 @@ def _smooth(load, node_of, cores, alpha, max_steps):
         per = node_load / cores
         hi = int(np.argmax(per))
         lo = int(np.argmin(per))
-        mean = per.mean()
-        if mean <= 0.0 or per[hi] - per[lo] <= alpha * mean:
+        if level <= 0.0 or per[hi] - per[lo] <= alpha * level:
             break
         # Ideal load to shift from hi to lo (in seconds, equalising per-core loads).
         want = (node_load[hi] * cores[lo] - node_load[lo] * cores[hi]) / (cores[hi] + cores[lo])
@@ -218,13 +224,12 @@ def smooth_loads(
         The new node of every chare (a copy) and the swaps and single moves made.
     """
     new = np.ascontiguousarray(node_of, dtype=np.int64).copy()
-    swaps, moves = _smooth(
-        np.ascontiguousarray(load, dtype=np.float64),
-        new,
-        np.asarray(cores, dtype=np.float64),
-        float(alpha),
-        4 * len(new) + 16,
-    )
+    load = np.ascontiguousarray(load, dtype=np.float64)
+    cores = np.asarray(cores, dtype=np.float64)
+    # The pair test is against the balanced load per core, the LIF's denominator (an
+    # unweighted mean of per-core loads misjudges unequal nodes).
+    level = float(balanced_load(np.bincount(new, weights=load, minlength=cores.size), cores))
+    swaps, moves = _smooth(load, new, cores, level, float(alpha), 4 * len(new) + 16)
     return new, int(swaps), int(moves)
 
 
@@ -514,7 +519,8 @@ def treematch_lb(
     machine
         Nodes (identical node trees) and the network.
     alpha
-        Node load smoothing threshold (fraction of the mean per-core load).
+        Node load smoothing threshold (fraction of the balanced load per core,
+        ``Σ load / Σ cores``).
     eps
         Core load tolerance of the refinement.
     partitioner
@@ -599,13 +605,12 @@ def treematch_lb(
         w, new_node, machine, tree, mpi_comm, load=load, eps=eps, seconds=seconds
     )
 
-    node_load = np.bincount(new_node, weights=load, minlength=nodes) / cores
-    mean = node_load.mean()
+    node_load = np.bincount(new_node, weights=load, minlength=nodes)
     stats = {
         "swaps": swaps,
         "moves": moves,
         "refine_moves": int(refine_moves),
-        "node_imbalance": float(node_load.max() / mean - 1) if mean > 0 else 0.0,
+        "node_imbalance": float(load_imbalance(node_load, cores)),
         "migrated": int((new_node != current).sum()),
         "kept_groups": bool(kept),
     }

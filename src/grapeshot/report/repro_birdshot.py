@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from grapeshot.model.machine_file import load_machine
+from grapeshot.model.placement import load_imbalance
 from grapeshot.place.birdshot import place_birdshot
 from grapeshot.report.repro_result import ReproEntry, ReproResult, ReproRow
 from grapeshot.sim import SimOptions, WorkloadSource, run_sweep
@@ -47,7 +48,7 @@ def _sampled_lif(nodes: int, parts: int, busy: float, trials: int, seed: int) ->
         node_of = place_birdshot((nodes, parts), cores, seed=rng)
         busy_parts = rng.permutation(total)[:n_busy]
         counts = np.bincount(node_of[busy_parts], minlength=nodes)
-        out[t] = counts.max() / (n_busy / nodes) - 1.0
+        out[t] = load_imbalance(counts)
     return out
 
 

@@ -198,10 +198,8 @@ _AC_GAP_NOTE = (
     "d = 31 takes 25x the one-message time per 128 KiB message (RS_N 4.8x per phase), "
     "i.e. blocked packets also hold network capacity other messages need (tree saturation). "
     "That needs the switches' buffers and arbitration, which the paper does not give, so it "
-    "is not modelled rather than fitted. Its extreme, full head-of-line blocking (a message "
-    "sharing any link with a slower one goes at its rate; a prototype, docs/exchange.md), "
-    "gives 2.7 / 3.8 / 4.0 at d = 4 / 16 / 31 on set 1 and 1.8 / 2.3 / 2.5 on set 2: the "
-    "paper's penalties lie between the two models but at d = 31 of set 2."
+    "is not modelled rather than fitted (a head-of-line-blocking prototype was tried and not "
+    "kept; with no committed code behind them its figures are not quoted)."
 )
 
 

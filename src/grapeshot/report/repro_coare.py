@@ -23,21 +23,41 @@ from grapeshot.report.repro_result import ReproEntry, ReproResult, ReproRow
 SETH_FILE = "hpc2n-seth-prefix.swf"
 
 
-def swf_dir() -> Path:
-    """Where the shared SWF traces are: $GRAPESHOT_SWF_DIR, else ../shared/data/swf."""
+#: Where to get the Seth prefix when it is not beside the clone: the one line of the refusal.
+#: The log is not shipped in the package: the Parallel Workloads Archive states no licence
+#: for redistribution (it asks for acknowledgement and a citation), unlike grapeshot's BSD-3.
+SETH_SOURCE = (
+    "the header and first 3,171 jobs of the HPC2N Seth log (Parallel Workloads Archive, "
+    "HPC2N-2002-2.2; the Alea simulator's data-set/hpc2n.swf) saved as "
+    f"$GRAPESHOT_SWF_DIR/{SETH_FILE} (docs/jobs.md)"
+)
+
+
+def swf_dir_candidates() -> list[Path]:
+    """Where the SWF traces are looked for, in order: $GRAPESHOT_SWF_DIR, then
+    ``shared/data/swf`` beside the current directory and beside the clone."""
     env = os.environ.get("GRAPESHOT_SWF_DIR")
-    candidates = [Path(env)] if env else []
-    candidates += [
+    beside = [
         Path.cwd().parent / "shared" / "data" / "swf",
         Path(__file__).resolve().parents[4] / "shared" / "data" / "swf",
     ]
-    for c in candidates:
+    return [Path(env), *beside] if env else beside
+
+
+def swf_dir() -> Path:
+    """Where the shared SWF traces are: $GRAPESHOT_SWF_DIR, else ../shared/data/swf.
+
+    Raises
+    ------
+    InputError
+        In one line, naming the file and where to get it (:data:`SETH_SOURCE`).
+    """
+    for c in swf_dir_candidates():
         if (c / SETH_FILE).is_file():
             return c
     raise InputError(
-        SETH_FILE, "not found in $GRAPESHOT_SWF_DIR or ../shared/data/swf",
-        "the HPC2N Seth prefix (shared/data/swf)",
-    )  # fmt: skip
+        SETH_FILE, "not found in $GRAPESHOT_SWF_DIR or ../shared/data/swf", SETH_SOURCE
+    )
 
 
 # --- COARE table 5 -----------------------------------------------------------------------

@@ -24,7 +24,8 @@ Topologies (:data:`grapeshot.model.machine.TOPOLOGIES`):
     only the NICs serialise.
 ``fat-tree``
     Nodes under leaf switches of ``arity`` ports, ``levels`` switch levels (default: the fewest
-    with ``arity**levels >= nodes``; a top level with more children is one core switch). Two
+    with ``arity**levels >= nodes``; levels that hold fewer nodes are refused by the machine's
+    own check, :class:`grapeshot.model.machine.Machine`). Two
     nodes meet at their lowest common switch, level ``h``; the route climbs the up-links of the
     sender's switches below ``h`` and descends the down-links of the receiver's. A switch has
     ``parents`` up-links (default ``arity``: full bisection) and its up-link (and down-link)

@@ -6,8 +6,14 @@ the end of the previous step to the end of this one: step ``s`` ends when its la
 (or, with a global operation, when its last node is released). ``makespan[s]`` is the window's
 length and the makespans add up to the total time. A node's busy time in a step is the
 core-seconds its cores compute inside the window, its idle time the rest of
-``cores * makespan``. The LIF of a step is the paper's ``max / mean - 1`` over nodes of the
-task time of that step's tasks, per core.
+``cores * makespan``. The LIF of a step is :func:`grapeshot.model.placement.load_imbalance`
+of the task time of that step's tasks on each node: the busiest node per core over the
+balanced time per core, − 1. It is the *busy-time* LIF: task time includes each task's
+overhead and its halo packing and copies, which every partition pays, busy or idle, so it is
+not the *cost* LIF ``grapeshot place`` reports for the same placement (the workload's cost
+alone): on equal nodes the overheads dilute the imbalance (0.080 against 0.155 for a dam break
+on 4 × plafrim), on unequal nodes a small node packing more halo per core can raise it. With
+no overheads (``Overheads.none()``) the two are the same number.
 """
 
 from __future__ import annotations
@@ -73,7 +79,7 @@ class SimResult:
         float64, ``(steps, nodes)``: inter-node halo bytes sent and received by each node,
         attributed to the step of the sending task.
     lif
-        float64, ``(steps,)``: load imbalance factor of ``node_work`` per core.
+        float64, ``(steps,)``: the busy-time LIF, :func:`step_lif` of ``node_work``.
     comm_time, hidden_comm_time
         Node-seconds with inter-node communication under way towards a node (halo messages
         in flight to it, collectives), and the part of it covered by the node's computation
@@ -184,5 +190,18 @@ class SimResult:
 
 
 def step_lif(node_work: np.ndarray, cores: np.ndarray) -> np.ndarray:
-    """Per-step LIF of ``(steps, nodes)`` task time, per core."""
+    """Busy-time LIF of every step: :func:`load_imbalance` of ``(steps, nodes)`` task time.
+
+    Parameters
+    ----------
+    node_work
+        float64, ``(steps, nodes)``: seconds of task time per node in each step.
+    cores
+        ``(nodes,)``: cores per node.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, ``(steps,)``.
+    """
     return load_imbalance(node_work, cores.astype(np.float64))

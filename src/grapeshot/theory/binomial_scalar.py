@@ -136,7 +136,10 @@ def max_excess(n: float, s: int, p: float) -> float:
     with ``1 - F^n = -expm1(n log1p(-sf))`` and the upper tail ``sf(k) = P(X > k)`` summed from
     the top down. The walk starts where ``n sf < CUT`` (terms above it are below ``CUT``) and
     stops below ``k0`` once ``F(k)^n < CUT`` (each further term is smaller still), so only the
-    ``k`` that matter are visited.
+    ``k`` that matter are visited. ``1 - sf`` cannot resolve ``F(k)`` below ~1e-16, so on few
+    nodes (``n = 2`` needs ``F < 1e-15``) the walk also stops on the bound
+    ``F(k) <= pmf(k) / (1 - pmf(k-1)/pmf(k))`` (the lower tail shrinks at least geometrically
+    below the mode); without it, it walked down to ``k = 0`` (minutes at ``s = 1e8``).
     """
     mu = p * s
     k0 = math.floor(mu)
@@ -145,6 +148,7 @@ def max_excess(n: float, s: int, p: float) -> float:
     acc = 0.0
     sf = 0.0  # P(X > k); the mass above `top` is below CUT / n and left out
     k = top
+    log_cut = math.log(CUT)
     while k >= 0:
         if k <= s - 1:
             if sf >= 1.0:
@@ -156,6 +160,9 @@ def max_excess(n: float, s: int, p: float) -> float:
                 term = math.exp(lf)
                 acc -= term
                 if term < CUT:
+                    break
+                q = k / ((s - k + 1) * r)  # pmf(k - 1) / pmf(k), below 1 under the mode
+                if q < 1.0 and (w <= 0.0 or n * math.log(w / (1.0 - q)) < log_cut):
                     break
         sf += w
         if k > 0:

@@ -38,7 +38,7 @@ from grapeshot.model.seed import SeedLike, as_generator
 from grapeshot.theory import binomial_scalar
 
 Model = Literal["binomial", "fixed-count"]
-Method = Literal["exact", "monte-carlo"]
+Method = Literal["exact", "monte-carlo", "asymptotic"]
 
 #: The models :func:`expected_lif` knows, as the command line spells them.
 MODELS: tuple[str, ...] = ("binomial", "fixed-count")
@@ -58,18 +58,49 @@ FIXED_COUNT_CUT = 1e-20
 _BERNSTEIN_C = 100.0
 #: Values drawn per Monte Carlo chunk (bounds memory to ~32 MiB of int64 per chunk).
 _MC_CHUNK_VALUES = 1 << 22
+#: Largest count (nodes, partitions per node) the theory takes: the range of int64, in which
+#: every kernel counts (and past which Python's floats overflow).
+MAX_COUNT = (1 << 63) - 1
+#: Budget of the binomial model's exact route, in values of ``k`` its walks visit (estimated
+#: before any is visited, :func:`binomial_walk`): about a second interpreted. Above it the
+#: answer is the normal approximation with its skewness term (:func:`_binomial_asymptotic`),
+#: whose relative error is below ``asymptotic_error(n, sigma)`` (1e-8 or less there).
+BINOMIAL_WALK_LIMIT = 2_000_000
+#: Budget of the fixed-count Monte Carlo fallback, in counts drawn (``trials × n``; ~200 ns
+#: each, so about 3 s).
+MC_VALUE_LIMIT = 1 << 24
+#: Slots (``n × s``) numpy's multivariate hypergeometric sampler takes ("marginals" method).
+MC_MAX_SLOTS = 10**9 - 1
+#: Nodes from which the fixed-count model beyond both budgets is answered by the binomial
+#: model at ``p' = B / (n s)`` (its limit as ``n`` grows; E[LIF] within ~1e-4 relative and the
+#: same quantiles from 1000 nodes on, in checks against the exact route).
+ASYMPTOTIC_MIN_NODES = 1000
+#: Work of each ``k`` the exact fixed-count route computes besides its FFT (tilt, Python
+#: steps: ~200 µs), in units of ``L log2 L`` (~15 ns each).
+FIXED_COUNT_UNITS_PER_K = 1.5e4
+#: Largest ``s`` the exact fixed-count route plans for (its tables hold ``s + 1`` values).
+_PLAN_MAX_PARTS = 1 << 22
+#: Largest ``n s`` the exact fixed-count route plans for (scipy's hypergeometric in floats).
+_PLAN_MAX_SLOTS = 1 << 53
 
 
 # --------------------------------------------------------------------------------------------
 # Validation: every message names the parameter as the command line spells it.
 
 
+def _check_count(value: int, where: str) -> int:
+    n = check_positive_int(value, where)
+    if n > MAX_COUNT:
+        raise InputError(where, f"got {n}", f"an integer from 1 to {MAX_COUNT} (2^63 - 1)")
+    return n
+
+
 def _check_nodes(nodes: int) -> int:
-    return check_positive_int(nodes, "--nodes")
+    return _check_count(nodes, "--nodes")
 
 
 def _check_parts(parts_per_node: int) -> int:
-    return check_positive_int(parts_per_node, "--parts-per-node")
+    return _check_count(parts_per_node, "--parts-per-node")
 
 
 def _check_busy(busy: float) -> float:
@@ -239,10 +270,59 @@ def _fft_length(nodes: int, k: int, var: float) -> int:
     return int(scipy.fft.next_fast_len(max(length, k + 1), real=True))
 
 
-def _fixed_count_plan(nodes: int, parts_per_node: int, total_busy: int) -> _FixedCountPlan:
+def _hypergeom_tails(total: int, good: int, draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """``P(X <= k)`` and ``P(X > k)`` for ``k = 0 .. draws``, ``X ~ Hypergeometric``.
+
+    The probabilities come from the ratio recurrence ``pmf(k+1) / pmf(k) = (good - k)
+    (draws - k) / ((k + 1) (total - good - draws + k + 1))``, summed in logs outwards from the
+    mode and normalised by their sum. scipy's ``cdf``/``sf`` cost O(k) each (O(s^2) for the
+    table: seconds at s = 4096), and its ``logpmf`` loses digits to cancellation once
+    ``total`` passes ~1e10 (at ``n = s = 1e6`` its probabilities sum to 0.9986).
+
+    Parameters
+    ----------
+    total, good, draws
+        Population ``n s``, busy ``B`` and draws ``s`` (``total <= 2^53``).
+
+    Returns
+    -------
+    cdf, sf : ndarray of float64, shape (draws + 1,)
+    """
+    lo, hi = max(0, draws - (total - good)), min(draws, good)
+    k = np.arange(lo, hi, dtype=np.float64)  # the step from k to k + 1
+    rest = float(total - good - draws)  # the idle slots not drawn, when every draw is busy
+    log_ratio = np.log(good - k) + np.log(draws - k) - np.log(k + 1.0) - np.log(rest + k + 1.0)
+    mode = min(max((draws + 1) * (good + 1) // (total + 2), lo), hi)
+    log_pmf = np.full(draws + 1, -np.inf)
+    log_pmf[mode] = 0.0
+    log_pmf[mode + 1 : hi + 1] = np.cumsum(log_ratio[mode - lo :])
+    log_pmf[lo:mode] = -np.cumsum(log_ratio[: mode - lo][::-1])[::-1]
+    pmf = np.exp(log_pmf)
+    total_mass = float(pmf.sum())
+    cdf = np.cumsum(pmf) / total_mass
+    sf = np.append(np.cumsum(pmf[::-1])[::-1][1:], 0.0) / total_mass  # strictly above k
+    return cdf, sf
+
+
+class _OverBudget(Exception):
+    """The exact fixed-count route would cost more than it may (raised before the work)."""
+
+
+def _fixed_count_plan(
+    nodes: int, parts_per_node: int, total_busy: int, limit: float | None = None
+) -> _FixedCountPlan:
+    """What the exact route computes for ``(n, s, B)``, and its cost.
+
+    With ``limit`` (work units, :data:`EXACT_COST_LIMIT`), sizes whose tables or FFTs are
+    certainly over it raise :class:`_OverBudget` before the tables are built: ``s`` above
+    :data:`_PLAN_MAX_PARTS`, ``n s`` above :data:`_PLAN_MAX_SLOTS`, or a lower bound of the
+    cost (every FFT is at least ``k + 1`` long) above ``limit``.
+    """
+    n, s, b = nodes, parts_per_node, total_busy
+    if limit is not None and (s > _PLAN_MAX_PARTS or n * s > _PLAN_MAX_SLOTS):
+        raise _OverBudget
     from scipy import stats  # imported here: the binomial model (the default) never needs it
 
-    n, s, b = nodes, parts_per_node, total_busy
     p_prime = b / (n * s)
     kk = np.arange(s + 1)
     mean = b / n
@@ -256,15 +336,18 @@ def _fixed_count_plan(nodes: int, parts_per_node: int, total_busy: int) -> _Fixe
     log_den = float(stats.binom.logpmf(b, n * s, p_prime))
     # One node's busy count is Hypergeometric(n s, B, s). The counts are negatively associated,
     # so P(M <= k) <= P(X_1 <= k)^n; and P(M > k) <= n P(X_1 > k) by the union bound.
-    hyp = stats.hypergeom(n * s, b, s)
+    cdf_h, sf_h = _hypergeom_tails(n * s, b, s)
     with np.errstate(divide="ignore"):
-        log_cdf_h = np.log(hyp.cdf(kk))
-    sf_h = hyp.sf(kk)
+        log_cdf_h = np.log(cdf_h)
     small = (n * log_cdf_h < math.log(FIXED_COUNT_CUT)) | (kk < floor_k)
     zero_below = int(np.argmin(small)) if not small.all() else s + 1
     near_one = (n * sf_h < FIXED_COUNT_CUT) | (kk >= top_k)
     one_from = int(np.argmax(near_one))
     ks = np.arange(zero_below, one_from, dtype=np.int64)
+    if limit is not None:
+        fft = ks[ks * n != b].astype(float) + 1.0  # the closed-form k needs no FFT
+        if float(np.sum(fft * np.log2(np.maximum(fft, 2.0)))) > limit:
+            raise _OverBudget
     lambdas = np.zeros(ks.shape[0])
     lengths = np.zeros(ks.shape[0], dtype=np.int64)
     for i, k in enumerate(ks):
@@ -386,11 +469,14 @@ class LifResult:
         Standard error of ``mean``; 0.0 when exact.
     quantiles
         ``{q: LIF_q}``: the smallest ``k`` with ``P(M <= k) >= q``, as ``k / mean_busy - 1``
-        (from the sample's inverted empirical CDF when sampled).
+        floored at 0 (from the sample's inverted empirical CDF when sampled).
     method
-        ``"exact"`` or ``"monte-carlo"``.
+        ``"exact"``, ``"monte-carlo"`` or ``"asymptotic"`` (beyond the exact route's and
+        Monte Carlo's budgets: see ``note``).
     mean_eq2
         Birdshot's eq. 2 for the same ``(n, s, p)``.
+    note
+        What the approximation is and why it was used (empty when exact or sampled).
     """
 
     nodes: int
@@ -402,6 +488,7 @@ class LifResult:
     quantiles: dict[float, float] = field(default_factory=dict)
     method: str = "exact"
     mean_eq2: float = 0.0
+    note: str = ""
 
 
 def _mc_max(
@@ -473,14 +560,117 @@ def lif_monte_carlo(
     return float(lif.mean()), float(lif.std(ddof=1) / math.sqrt(t))
 
 
+def binomial_walk(nodes: int, parts_per_node: int, busy: float) -> float:
+    """Estimated values of ``k`` the exact binomial route visits for one ``(n, s, p)``.
+
+    Each walk (``E[M]`` and every quantile) climbs from the mode to where ``n P(X > k)``
+    drops below :data:`binomial_scalar.CUT` (``z = sqrt(2 ln(n / CUT))`` standard deviations
+    up) and comes back down, so eight such spans bound the four walks of :func:`expected_lif`.
+    The estimate is what the budget (:data:`BINOMIAL_WALK_LIMIT`) is checked against, before
+    any walk starts.
+    """
+    sigma = math.sqrt(parts_per_node * busy * (1.0 - busy))
+    z = math.sqrt(2.0 * (math.log(nodes) - math.log(binomial_scalar.CUT)))
+    return 8.0 * z * sigma + 64.0
+
+
+def _normal_max_moments(nodes: float) -> tuple[float, float]:
+    """``E[Z]`` and ``E[Z^2]`` of ``Z``, the largest of ``n`` independent standard normals.
+
+    The density ``n φ(x) Φ(x)^(n-1)`` integrated by the trapezoid rule on a grid of 1/2000
+    from -10 to ``sqrt(2 ln n) + 10`` (beyond both ends the mass is below 1e-22): smooth and
+    fast-decaying, so the rule converges far below double precision's last digit.
+    """
+    if nodes <= 1.0:
+        return 0.0, 1.0
+    from scipy import special  # only the asymptotic routes need it
+
+    hi = math.sqrt(2.0 * math.log(nodes)) + 10.0
+    x = np.linspace(-10.0, hi, round((hi + 10.0) * 2000.0) + 1)
+    log_phi = -0.5 * x * x - 0.5 * math.log(2.0 * math.pi)
+    density = nodes * np.exp(log_phi + (nodes - 1.0) * special.log_ndtr(x))
+    weight = np.full(x.shape, x[1] - x[0])
+    weight[0] = weight[-1] = 0.5 * (x[1] - x[0])
+    return float(np.sum(weight * x * density)), float(np.sum(weight * x * x * density))
+
+
+def asymptotic_error(nodes: int, sigma: float) -> float:
+    """Bound on the relative error of the binomial asymptote: ``(0.05 ln n + 0.1) / sigma^2``.
+
+    Found against the exact walk over ``n`` = 2 to 10^18 and ``p`` = 0.001 to 0.99
+    (``tests/theory/test_budgets.py`` checks it on a grid); the asymptote serves only where
+    ``sigma`` is in the thousands, so the bound is 1e-8 or less there.
+    """
+    return (0.05 * math.log(nodes) + 0.1) / (sigma * sigma)
+
+
+def _binomial_asymptotic(
+    n: int, s: int, p: float, quantiles: tuple[float, ...]
+) -> tuple[float, dict]:
+    """Binomial-model ``(E[LIF], quantiles)`` from the normal maximum with its skewness term.
+
+    A node's count is ``mu + sigma (Z + g (Z^2 - 1) / 6)`` to first order (Cornish-Fisher,
+    ``g = (1 - 2p) / sigma`` its skewness), so ``E[M] - mu = sigma E[Z_(n)] + (1 - 2p)
+    (E[Z_(n)^2] - 1) / 6`` with ``Z_(n)`` the largest of ``n`` standard normals
+    (:func:`_normal_max_moments`). Against the exact walk (n = 2 to 10^18, p = 0.001 to 0.99,
+    sigma^2 = 100 to 2.5e7) its relative error is below :func:`asymptotic_error` (by a margin
+    of 1.35 at worst; it falls as ``1 / sigma^2``). The ``q`` quantile of
+    ``M`` is the smallest whole ``k >= mu + sigma (z + g (z^2 - 1) / 6) - 1/2`` (continuity
+    correction) with ``Φ(z)^n = q``.
+    """
+    from scipy import special
+
+    mu = p * s
+    sigma = math.sqrt(mu * (1.0 - p))
+    skew = (1.0 - 2.0 * p) / sigma
+    e1, e2 = _normal_max_moments(float(n))
+    mean = (sigma * e1 + (1.0 - 2.0 * p) * (e2 - 1.0) / 6.0) / mu
+    frac = mu - math.floor(mu)  # k - mu is computed as ceil(frac + x) - frac: no cancellation
+    quant = {}
+    for q in quantiles:
+        z = -float(special.ndtri(-math.expm1(math.log(q) / n)))  # Φ(z) = q^(1/n), upper tail
+        x = sigma * (z + skew * (z * z - 1.0) / 6.0) - 0.5
+        quant[q] = max(0.0, (math.ceil(frac + x) - frac) / mu)
+    return mean, quant
+
+
 def _binomial_exact(n: int, s: int, p: float, quantiles: tuple[float, ...]) -> tuple[float, dict]:
     if p == 1.0:  # every partition busy: every node holds s, no imbalance at all
         return 0.0, dict.fromkeys(quantiles, 0.0)
+    if n == 1:  # one node: its count is the placement's mean, so every LIF is 0
+        return 0.0, dict.fromkeys(quantiles, 0.0)
     mu = p * s
-    # n == 1: the "maximum" is the one node's count, whose mean is p s exactly.
-    mean = 0.0 if n == 1 else binomial_scalar.max_excess(float(n), s, p) / mu
-    qs = {q: binomial_scalar.max_quantile_k(float(n), s, p, q) / mu - 1.0 for q in quantiles}
+    if n * mu < binomial_scalar.CUT:
+        # Something is busy somewhere only with probability ~n p s < 1e-30: the walk drops
+        # terms below that absolute cut, i.e. all of E[M] (it read -1). E[M] is P(M >= 1)
+        # to within a relative p s (P(M >= 2) is of order n (p s)^2).
+        mean = -math.expm1(float(n) * float(s) * math.log1p(-p)) / mu - 1.0
+        return mean, dict.fromkeys(quantiles, 0.0)  # M = 0: nothing busy, no imbalance
+    mean = binomial_scalar.max_excess(float(n), s, p) / mu
+    # A placement's busiest node never holds less than its average, so no LIF is below 0;
+    # normalised by the expected mean p s, a quantile of M below p s (all idle: M = 0) is one
+    # where the placement is balanced (or idle), LIF 0 rather than negative.
+    qs = {
+        q: max(0.0, binomial_scalar.max_quantile_k(float(n), s, p, q) / mu - 1.0) for q in quantiles
+    }
     return mean, qs
+
+
+def _binomial_route(
+    n: int, s: int, p: float, quantiles: tuple[float, ...]
+) -> tuple[float, dict, str, str]:
+    """Binomial ``(E[LIF], quantiles, method, note)``: exact within budget, else asymptotic."""
+    walk = binomial_walk(n, s, p)
+    if p == 1.0 or n == 1 or walk <= BINOMIAL_WALK_LIMIT:
+        return (*_binomial_exact(n, s, p, quantiles), "exact", "")
+    mean, quant = _binomial_asymptotic(n, s, p, quantiles)
+    sigma = math.sqrt(s * p * (1.0 - p))
+    note = (
+        f"normal approximation with its skewness term: the exact walk would visit about "
+        f"{walk:.1e} values of k, beyond the budget of {BINOMIAL_WALK_LIMIT:.0e}; relative "
+        f"error below (0.05 ln n + 0.1)/sigma^2 = {asymptotic_error(n, sigma):.0e}"
+    )
+    return mean, quant, "asymptotic", note
 
 
 def _cdf_quantiles(cdf: np.ndarray, mean_busy: float, quantiles: tuple[float, ...]) -> dict:
@@ -491,13 +681,20 @@ def _cdf_quantiles(cdf: np.ndarray, mean_busy: float, quantiles: tuple[float, ..
 
 def _fixed_count_exact(
     n: int, s: int, p: float, quantiles: tuple[float, ...], *, force: bool
-) -> tuple[float, dict] | None:
-    """Exact fixed-count ``(E[LIF], quantiles)``, or None when over budget and not forced."""
+) -> tuple[float, dict, float] | None:
+    """Exact fixed-count ``(E[LIF], quantiles, work)``, or None when over budget, not forced.
+
+    ``work`` is what it took in :data:`EXACT_COST_LIMIT`'s units: the plan's FFTs, and
+    :data:`FIXED_COUNT_UNITS_PER_K` for each ``k`` computed (its tilt, its Python steps).
+    """
     b = _fixed_count_busy(n, s, p)
     mean_busy = b / n
     if n == 1 or b == n * s:  # one node holds all B, or every slot is busy: M = B / n exactly
-        return 0.0, dict.fromkeys(quantiles, 0.0)
-    plan = _fixed_count_plan(n, s, b)
+        return 0.0, dict.fromkeys(quantiles, 0.0), 0.0
+    try:
+        plan = _fixed_count_plan(n, s, b, None if force else EXACT_COST_LIMIT)
+    except _OverBudget:
+        return None
     if not force and plan.cost > EXACT_COST_LIMIT:
         return None
     cdf = _fixed_count_cdf(plan)
@@ -505,7 +702,8 @@ def _fixed_count_exact(
     # below ceil(B/n), so no k < k0 term. Summed without forming E[M] to keep small LIFs exact.
     k0 = b // n
     excess = (k0 - mean_busy) + float(np.sum(1.0 - cdf[k0:s]))
-    return excess / mean_busy, _cdf_quantiles(cdf, mean_busy, quantiles)
+    work = plan.cost + FIXED_COUNT_UNITS_PER_K * plan.ks.shape[0]
+    return excess / mean_busy, _cdf_quantiles(cdf, mean_busy, quantiles), work
 
 
 def expected_lif(
@@ -521,19 +719,28 @@ def expected_lif(
 ) -> LifResult:
     """Expected load imbalance factor of a random placement, exact where affordable.
 
+    With ``method="auto"`` (what ``grapeshot lif`` uses) the answer comes within a budget:
+
+    - binomial: exact while its walks visit at most :data:`BINOMIAL_WALK_LIMIT` values of
+      ``k`` (:func:`binomial_walk`), else the normal approximation with its skewness term
+      (``method == "asymptotic"``, relative error below :func:`asymptotic_error`);
+    - fixed-count: exact while the plan costs at most :data:`EXACT_COST_LIMIT`, else Monte
+      Carlo while ``trials × n <= MC_VALUE_LIMIT`` and ``n s <= MC_MAX_SLOTS``, else, from
+      :data:`ASYMPTOTIC_MIN_NODES` nodes on, the binomial model at ``p' = B / (n s)``
+      (``"asymptotic"``), else an InputError naming the limit.
+
     Parameters
     ----------
     nodes
-        Number of nodes ``n`` (>= 1).
+        Number of nodes ``n`` (1 to :data:`MAX_COUNT`).
     parts_per_node
-        Partitions per node ``s`` (>= 1).
+        Partitions per node ``s`` (1 to :data:`MAX_COUNT`).
     busy
         Fraction ``p`` of partitions that carry work, in ``(0, 1]``.
     model
-        ``"binomial"`` (independent Binomial(s, p) busy counts, LIF normalised by ``p s``;
-        always exact) or ``"fixed-count"`` (exactly ``B = round(p n s)`` busy partitions, LIF
-        normalised by ``B / n``; exact when the estimated cost is below
-        :data:`EXACT_COST_LIMIT`, else sampled).
+        ``"binomial"`` (independent Binomial(s, p) busy counts, LIF normalised by ``p s``) or
+        ``"fixed-count"`` (exactly ``B = round(p n s)`` busy partitions, LIF normalised by
+        ``B / n``).
     quantiles
         Probabilities in ``(0, 1)`` at which to report quantiles of the LIF.
     seed
@@ -541,19 +748,21 @@ def expected_lif(
     trials
         Placements sampled by the Monte Carlo fallback (>= 2).
     method
-        ``"auto"`` (exact when affordable), ``"exact"`` (always; may be slow) or
+        ``"auto"`` (within the budgets above), ``"exact"`` (always; may be slow) or
         ``"monte-carlo"`` (always sample; mostly for checking the exact route).
 
     Returns
     -------
     LifResult
-        Mean, standard error (0 when exact), quantiles, the method used and eq. 2's value.
+        Mean, standard error (0 unless sampled), quantiles, the method used, eq. 2's value and
+        a note on the approximation when there is one.
 
     Raises
     ------
     InputError
-        On a bad value, naming the option as ``grapeshot lif`` spells it, or when the
-        fixed-count model has no busy partition (``round(p n s) == 0``).
+        On a bad value, naming the option as ``grapeshot lif`` spells it; when the
+        fixed-count model has no busy partition (``round(p n s) == 0``); or when it is beyond
+        every budget (naming the limit).
     """
     n = _check_nodes(nodes)
     s = _check_parts(parts_per_node)
@@ -565,34 +774,105 @@ def expected_lif(
     if method not in ("auto", "exact", "monte-carlo"):
         raise InputError("method", f"got {method!r}", "one of auto, exact, monte-carlo")
     eq2 = lif_eq2(n, s, p)
+    if model == "fixed-count":
+        _fixed_count_busy(n, s, p)  # refuse round(p n s) == 0 whatever the route
+    if n == 1:  # one node: its load is the placement's mean, so every LIF is 0 exactly
+        return LifResult(n, s, p, model, 0.0, 0.0, dict.fromkeys(qs, 0.0), "exact", eq2)
 
-    def result(mean: float, stderr: float, quant: dict, how: str) -> LifResult:
-        return LifResult(n, s, p, model, float(mean), float(stderr), quant, how, eq2)
+    def result(mean: float, stderr: float, quant: dict, how: str, note: str = "") -> LifResult:
+        return LifResult(n, s, p, model, float(mean), float(stderr), quant, how, eq2, note)
 
-    if method == "monte-carlo":
+    def sampled() -> LifResult:
         rng = _check_seed(seed)
         maxima, mean_busy = _mc_max(n, s, p, model, t, rng)
         lif = maxima / mean_busy - 1.0
-        quant = {
-            q: float(np.quantile(maxima, q, method="inverted_cdf")) / mean_busy - 1.0 for q in qs
+        quant = {  # floored at 0 as the exact quantiles are (see _binomial_exact)
+            q: max(0.0, float(np.quantile(maxima, q, method="inverted_cdf")) / mean_busy - 1.0)
+            for q in qs
         }
         return result(lif.mean(), lif.std(ddof=1) / math.sqrt(t), quant, "monte-carlo")
 
+    if method == "monte-carlo":
+        return sampled()
+
     if model == "binomial":
-        mean, quant = _binomial_exact(n, s, p, qs)
-        return result(mean, 0.0, quant, "exact")
+        if method == "exact":
+            mean, quant = _binomial_exact(n, s, p, qs)
+            return result(mean, 0.0, quant, "exact")
+        mean, quant, how, note = _binomial_route(n, s, p, qs)
+        return result(mean, 0.0, quant, how, note)
 
     exact = _fixed_count_exact(n, s, p, qs, force=method == "exact")
-    if exact is None:  # the exact route is over budget: sample instead
-        return expected_lif(
-            n, s, p, model="fixed-count", quantiles=qs, seed=seed, trials=t, method="monte-carlo"
+    if exact is not None:
+        return result(exact[0], 0.0, exact[1], "exact")
+    # The exact route is over budget: sample if that is affordable, ...
+    if n * s <= MC_MAX_SLOTS and t * n <= MC_VALUE_LIMIT:
+        return sampled()
+    # ... else, on many nodes, the binomial model at p' = B / (n s), fixed-count's limit ...
+    b = _fixed_count_busy(n, s, p)
+    if n >= ASYMPTOTIC_MIN_NODES:
+        p_prime = b / (n * s)
+        mean, quant, how, note = _binomial_route(n, s, p_prime, qs)
+        note = (
+            f"binomial model at p' = B/(n·s) = {p_prime:.6g}, the fixed-count model's limit on "
+            f"many nodes (E[LIF] within ~1e-4 relative from {ASYMPTOTIC_MIN_NODES} nodes on): "
+            f"the exact route costs over {EXACT_COST_LIMIT:.0e} and Monte Carlo over "
+            f"{'its 1e9 slots' if n * s > MC_MAX_SLOTS else f'{MC_VALUE_LIMIT:,} values'}"
+            + (f"; {note}" if note else "")
         )
-    return result(exact[0], 0.0, exact[1], "exact")
+        return result(mean, 0.0, quant, "asymptotic", note)
+    # ... else refuse, naming the limit that bites.
+    if n * s <= MC_MAX_SLOTS:
+        raise InputError(
+            "--trials",
+            f"{t} trials × {n} nodes = {t * n:,} values, beyond the Monte Carlo budget of "
+            f"{MC_VALUE_LIMIT:,} (the exact fixed-count route costs over {EXACT_COST_LIMIT:.0e})",
+            f"--trials <= {MC_VALUE_LIMIT // n}",
+        )
+    raise InputError(
+        "--parts-per-node",
+        f"fixed-count on {n} nodes × {s} partitions is beyond the exact route's budget "
+        f"({EXACT_COST_LIMIT:.0e}), Monte Carlo's limit of {MC_MAX_SLOTS + 1:.0e} slots, and "
+        f"below the {ASYMPTOTIC_MIN_NODES} nodes from which the binomial model stands in",
+        "--model binomial (the same E[LIF] within ~1e-4 at this size; wider quantiles on few "
+        "nodes), or fewer partitions per node",
+    )
 
 
 #: Sum of sqrt(s) over the s asked of :func:`exact_lif` up to which the interpreted kernel is
 #: used (about 0.1 s of work, a fifth of numba's import).
 _INTERPRETED_WALK_BUDGET = 50_000.0
+
+
+class BudgetExceeded(Exception):
+    """A computation charged more work to a :class:`WorkBudget` than it allows."""
+
+
+@dataclass
+class WorkBudget:
+    """Work a computation may do, in the exact fixed-count route's units (``L log2 L``).
+
+    Attributes
+    ----------
+    limit
+        Units allowed.
+    spent
+        Units charged so far.
+    """
+
+    limit: float
+    spent: float = 0.0
+
+    def charge(self, units: float) -> None:
+        """Add ``units``; raise :class:`BudgetExceeded` once the total passes ``limit``."""
+        self.spent += units
+        if self.spent > self.limit:
+            raise BudgetExceeded(self.spent)
+
+
+#: Work charged per fixed-count evaluation besides its ``k`` (building its tables: the
+#: binomial and hypergeometric laws over ``0..s``; ~2 ms), in units of ``L log2 L``.
+FIXED_COUNT_EVALUATION_UNITS = 1.5e5
 
 
 def exact_lif(
@@ -601,6 +881,7 @@ def exact_lif(
     busy: float,
     *,
     model: Model = "binomial",
+    budget: WorkBudget | None = None,
 ) -> np.ndarray:
     """Exact ``E[LIF]`` for one ``(n, p)`` and many ``s`` (what the advisor scans).
 
@@ -615,6 +896,9 @@ def exact_lif(
     model
         ``"binomial"`` (one numba loop, microseconds per ``s``) or ``"fixed-count"`` (the exact
         route per ``s``; ``inf`` where ``round(p n s) == 0``, i.e. no busy partition at all).
+    budget
+        Fixed-count only: charged each evaluation's work (its ``k``'s FFTs and steps plus
+        :data:`FIXED_COUNT_EVALUATION_UNITS`); :class:`BudgetExceeded` once it is spent.
 
     Returns
     -------
@@ -624,6 +908,8 @@ def exact_lif(
     ------
     InputError
         On bad input, or (fixed-count) when some ``s`` needs more than :data:`EXACT_COST_LIMIT`.
+    BudgetExceeded
+        When ``budget`` runs out.
     """
     n = _check_nodes(nodes)
     p = _check_busy(busy)
@@ -662,6 +948,8 @@ def exact_lif(
                 "--model binomial at this size (the two agree closely when n s is large)",
             )
         out[i] = found[0]
+        if budget is not None:
+            budget.charge(found[2] + FIXED_COUNT_EVALUATION_UNITS)
     return out
 
 

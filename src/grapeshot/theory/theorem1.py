@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from grapeshot.model.errors import InputError, check_positive_int
+from grapeshot.model.errors import InputError
+from grapeshot.theory.lif import _check_count
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,15 @@ def _check_real(value: float, where: str, expected: str) -> float:
 def theorem1(chares_per_node: int, nodes: int, alpha: float, a: float, b: float) -> Theorem1Result:
     """Evaluate TreeMatchLB's theorem 1.
 
+    A closed form: it answers in constant time for any input in range.
+
     Parameters
     ----------
     chares_per_node
-        ``n``, chares per node (>= 1; the CLT behind the theorem wants ``n`` above ~30).
+        ``n``, chares per node (1 to 2^63 - 1; the CLT behind the theorem wants ``n`` above
+        ~30).
     nodes
-        ``m``, nodes in the run (>= 1).
+        ``m``, nodes in the run (1 to 2^63 - 1).
     alpha
         Imbalance ratio threshold (>= 0; 0.05 means 5 % of a node's mean load).
     a, b
@@ -79,8 +83,8 @@ def theorem1(chares_per_node: int, nodes: int, alpha: float, a: float, b: float)
     InputError
         On a bad value, naming the ``grapeshot theorem1`` option.
     """
-    n = check_positive_int(chares_per_node, "--chares-per-node")
-    m = check_positive_int(nodes, "--nodes")
+    n = _check_count(chares_per_node, "--chares-per-node")
+    m = _check_count(nodes, "--nodes")
     al = _check_real(alpha, "--alpha", "a finite number >= 0")
     if al < 0.0:
         raise InputError("--alpha", f"got {alpha!r}", "a finite number >= 0")
@@ -92,7 +96,10 @@ def theorem1(chares_per_node: int, nodes: int, alpha: float, a: float, b: float)
         raise InputError(
             "--b", f"got {b!r} with --a {a!r}", "b > a (a uniform law on [a, b] needs width)"
         )
-    x = al * math.sqrt(6.0 * n) / 2.0 * (hi + lo) / (hi - lo)
+    # (b + a) / (b - a) on halves (exact scalings, the same bits): b + a may overflow where
+    # both are finite. alpha = 0 is x = 0 whatever the ratio (never 0 * inf).
+    half_sum, half_width = hi / 2.0 + lo / 2.0, hi / 2.0 - lo / 2.0
+    x = 0.0 if al == 0.0 else al * math.sqrt(6.0 * n) / 2.0 * half_sum / half_width
     # 2·(1 − Φ(x)) = erfc(x/√2): the standard library's, without importing scipy.stats.
     p = float(math.erfc(x / math.sqrt(2.0)))
     pairs = m * (m + 1) / 2.0
