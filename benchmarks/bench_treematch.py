@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from grapeshot.apps.commbench import commbench_matrix
+from grapeshot.model.placement import load_imbalance
 from grapeshot.model.topology import parse_tleaf
 from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.mapping import MAPPING_STRATEGIES
@@ -169,8 +170,9 @@ def placement_quality(machine, w: sp.csr_array, loads, node_of, core_of) -> dict
     return {
         "network_hop_bytes": float((coo.data * net[a, b]).sum()) / 2,
         "node_hop_bytes": float((coo.data[same] * 2 * (tree.depth - depth)).sum()) / 2,
-        "node_max_over_mean": float(node_load.max() / node_load.mean()),
-        "core_max_over_mean": float(core_load.max() / core_load.mean()),
+        # max/mean is the LIF + 1 (equal nodes, equal cores: no per-core weighting needed).
+        "node_max_over_mean": 1.0 + float(load_imbalance(node_load)),
+        "core_max_over_mean": 1.0 + float(load_imbalance(core_load)),
         "digest": hashlib.sha256(node_of.tobytes() + core_of.tobytes()).hexdigest()[:16],
     }
 

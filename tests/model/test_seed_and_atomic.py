@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from grapeshot.model.atomic import atomic_path, write_text_atomic
-from grapeshot.model.errors import InputError, check_positive_int, check_probability
+from grapeshot.model.errors import InputError, check_int, check_probability
 from grapeshot.model.seed import as_generator
 
 
@@ -31,9 +31,9 @@ def test_interrupted_write_keeps_old_file(tmp_path) -> None:
 
 
 def test_checkers() -> None:
-    assert check_positive_int(3, "--nodes") == 3
+    assert check_int(3, "--nodes") == 3
     with pytest.raises(InputError, match="--nodes: got 0; expected an integer >= 1"):
-        check_positive_int(0, "--nodes")
+        check_int(0, "--nodes")
     assert check_probability(1.0, "--busy") == 1.0
     with pytest.raises(InputError, match=r"--busy: got 0.0; expected a number in \(0, 1\]"):
         check_probability(0.0, "--busy")

@@ -316,12 +316,29 @@ def test_bad_parameters_are_refused(name: str) -> None:
 # --- the balancers ------------------------------------------------------------------------
 
 
+def _lpt_by_hand(load: np.ndarray, cores: np.ndarray) -> np.ndarray:
+    """LPT as written in the spec: heaviest first (ties: lower id), onto the node of least
+    load per core (ties: lower node), one object at a time."""
+    level = np.zeros(cores.size)
+    node_of = np.empty(load.size, dtype=np.int64)
+    for p in sorted(range(load.size), key=lambda q: (-load[q], q)):
+        node = int(np.argmin(level))
+        node_of[p] = node
+        level[node] += load[p] / cores[node]
+    return node_of
+
+
 @pytest.mark.parametrize("seed", range(5))
-def test_greedy_lb_is_the_lpt_of_greedy_rebalance(seed: int) -> None:
+def test_greedy_lb_is_lpt_heaviest_first_onto_least_loaded(seed: int) -> None:
     rng = np.random.default_rng(seed)
     load = rng.exponential(1.0, 500)
+    load[::7] = load[3]  # ties between objects: the lower id goes first
     cores = rng.integers(1, 9, 13)
-    np.testing.assert_array_equal(lb.greedy_lb(load, cores), greedy_rebalance(load, cores))
+    expected = _lpt_by_hand(load, cores.astype(np.float64))
+    np.testing.assert_array_equal(lb.greedy_lb(load, cores), expected)
+    got = greedy_rebalance(load, cores)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_greedy_comm_without_comm_is_greedy() -> None:

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from grapeshot.model.errors import InputError, check_positive_int
+from grapeshot.model.errors import InputError, check_int, check_number
 from grapeshot.model.program import (
     Block,
     Box,
@@ -71,21 +71,15 @@ _SCENE_CHUNK = {"default": CHUNK_BYTES, "uniform-sizes": CHUNK_BYTES, "small": S
 
 
 def _check_spread(spread: float) -> float:
-    try:
-        x = float(spread)
-    except (TypeError, ValueError):
-        raise InputError("spread", f"got {spread!r}", "a number in [0, 1)") from None
-    if not 0.0 <= x < 1.0:
-        raise InputError("spread", f"got {spread!r}", "a number in [0, 1)")
-    return x
+    return check_number(spread, "spread", low=0, high=1, high_open=True)
 
 
 def _draw(
     n_chares: int, chunk_bytes: int, spread: float, seed: SeedLike
 ) -> tuple[np.ndarray, np.ndarray]:
     """Destinations ``(n, 2)`` and chunk sizes ``(n,)`` (bytes), both int64."""
-    n = check_positive_int(n_chares, "n_chares", minimum=FANOUT + 1)
-    chunk = check_positive_int(chunk_bytes, "chunk_bytes")
+    n = check_int(n_chares, "n_chares", minimum=FANOUT + 1)
+    chunk = check_int(chunk_bytes, "chunk_bytes")
     spread = _check_spread(spread)
     rng = as_generator(seed)
     # Two distinct picks among the n - 1 others: a uniform in [0, n-1), b uniform among the
@@ -146,7 +140,7 @@ def _check_scene_and_parts(scene: str, parts: Sequence[int]) -> tuple[int, ...]:
         raise InputError("parts", f"got {parts!r}", "2 or 3 partition counts") from None
     if len(parts_t) not in (2, 3):
         raise InputError("parts", f"got {len(parts_t)} values", "2 or 3 partition counts")
-    parts_t = tuple(check_positive_int(p, "parts") for p in parts_t)
+    parts_t = tuple(check_int(p, "parts") for p in parts_t)
     return parts_t
 
 
@@ -190,7 +184,7 @@ def make_trace(
         :func:`commbench_matrix`'s (bytes per step); ``work`` is ``None``.
     """
     parts_t = _check_scene_and_parts(scene, parts)
-    n_steps = check_positive_int(steps, "steps")
+    n_steps = check_int(steps, "steps")
     if progress is not None and not callable(progress):
         raise InputError("progress", f"got {progress!r}", "a callable(done, total) or None")
     try:

@@ -63,7 +63,7 @@ import scipy.sparse as sp
 from scipy.ndimage import distance_transform_edt
 
 from grapeshot.apps import flip_kernels as kernels
-from grapeshot.model.errors import InputError, check_positive_int, check_probability
+from grapeshot.model.errors import InputError, check_int, check_number, check_probability
 from grapeshot.model.seed import SeedLike, as_generator
 from grapeshot.model.workload import Workload, check_grid, grid_halo, partition_bounds
 
@@ -269,7 +269,7 @@ def _check_parts(parts: Sequence[int]) -> tuple[int, ...]:
         raise InputError("parts", f"got {parts!r}", "2 or 3 partition counts") from None
     if len(values) not in (2, 3):
         raise InputError("parts", f"got {len(values)} values", "2 or 3 partition counts")
-    return tuple(check_positive_int(p, "parts") for p in values)
+    return tuple(check_int(p, "parts") for p in values)
 
 
 def _check_cells(cells: int | Sequence[int] | None, ndim: int, default: int) -> tuple[int, ...]:
@@ -284,7 +284,7 @@ def _check_cells(cells: int | Sequence[int] | None, ndim: int, default: int) -> 
             raise InputError("cells", f"got {cells!r}", "an integer or one per axis") from None
     if len(values) != ndim:
         raise InputError("cells", f"got {len(values)} values", f"{ndim}, one per axis")
-    values = tuple(check_positive_int(c, "cells", minimum=MIN_CELLS) for c in values)
+    values = tuple(check_int(c, "cells", minimum=MIN_CELLS) for c in values)
     if len(set(values)) != 1:
         raise InputError(
             "cells", f"got {values}", "the same count on every axis (cubic cells, unit box)"
@@ -293,13 +293,7 @@ def _check_cells(cells: int | Sequence[int] | None, ndim: int, default: int) -> 
 
 
 def _check_cfl(cfl: float) -> float:
-    try:
-        x = float(cfl)
-    except (TypeError, ValueError):
-        raise InputError("cfl", f"got {cfl!r}", f"a number in (0, {MAX_CFL}]") from None
-    if not (0.0 < x <= MAX_CFL):
-        raise InputError("cfl", f"got {cfl!r}", f"a number in (0, {MAX_CFL}]")
-    return x
+    return check_number(cfl, "cfl", low=0, high=MAX_CFL, low_open=True)
 
 
 # --- the solver --------------------------------------------------------------------------------
@@ -752,7 +746,7 @@ def make_trace(
         docstring, ``work`` (steps, P) int64 fluid cells per partition, the grid halo.
     """
     parts_t = _check_parts(parts)
-    n_steps = check_positive_int(steps, "steps")
+    n_steps = check_int(steps, "steps")
     if progress is not None and not callable(progress):
         raise InputError("progress", f"got {progress!r}", "a callable(done, total) or None")
     ndim = len(parts_t)

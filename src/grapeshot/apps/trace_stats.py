@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import check_number
 from grapeshot.model.placement import load_imbalance
 from grapeshot.model.workload import Workload
 
@@ -144,12 +144,9 @@ def trace_stats(workload: Workload, *, top: float = DEFAULT_TOP) -> TraceStats:
     -------
     TraceStats
     """
-    try:
-        top = float(top)
-    except (TypeError, ValueError):
-        raise InputError("top", f"got {top!r}", "a fraction in (0, 1]") from None
-    if not 0.0 < top <= 1.0:
-        raise InputError("top", f"got {top!r}", "a fraction in (0, 1]")
+    top = check_number(
+        top, "top", low=0.0, high=1.0, low_open=True, expected="a fraction in (0, 1]"
+    )
     cost = workload.cost
     steps, n_parts = cost.shape
     n_top = max(1, math.ceil(top * n_parts))

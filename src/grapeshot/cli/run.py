@@ -25,7 +25,7 @@ from grapeshot.cli.options import (
     refuse_dynamic_options,
 )
 from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides
-from grapeshot.model.errors import GrapeshotError, InputError
+from grapeshot.model.errors import GrapeshotError, InputError, check_int
 
 
 def plural(count: int, noun: str) -> str:
@@ -319,9 +319,7 @@ def run_command(
             )  # fmt: skip
             setup_started = time.perf_counter()
             program = make_app_program(app_name, scene, part_shape, cell_shape, seed)
-            n_threads = threads
-            if n_threads < 1:
-                raise InputError("--threads", f"got {n_threads}", "an integer >= 1")
+            n_threads = check_int(threads, "--threads")
             dynamic = dynamic_for_run(
                 strategy,
                 seed,

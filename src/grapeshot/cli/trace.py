@@ -29,7 +29,7 @@ from grapeshot.apps.trace_stats import TraceStats, trace_stats
 from grapeshot.cli.options import AppOption, chosen_app, parse_cells, parse_parts
 from grapeshot.cli.output import console, emit_json, err_console
 from grapeshot.model.atomic import check_output_path
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.memory import check_program_memory
 from grapeshot.model.program import Program
 from grapeshot.model.workload import UNITS, Workload, partition_bounds
@@ -198,10 +198,8 @@ def trace_command(
             raise InputError(option, "missing", f"{option} with trace {app_name}")
     if units is not None and units not in UNITS:
         raise InputError("--units", f"got {units!r}", f"one of {', '.join(UNITS)}")
-    if isinstance(steps, bool) or steps < 1:
-        raise InputError("--steps", f"got {steps}", "an integer >= 1")
-    if every < 1:
-        raise InputError("--every", f"got {every}", "an integer >= 1")
+    check_int(steps, "--steps")
+    check_int(every, "--every")
     check_output_path(out, "--out")
     for option, folder in (("--vtk", vtk), ("--snapshot", snap)):
         if folder is not None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides
-from grapeshot.model.errors import GrapeshotError, InputError
+from grapeshot.model.errors import GrapeshotError, InputError, check_int
 
 HELP = """Run Beatnik's Z-Model of a Rayleigh-Taylor interface on MPI ranks.
 
@@ -122,7 +122,8 @@ def zmodel_command(
     try:
         import numpy as np
 
-        from grapeshot.apps.zmodel.driver import SpatialOptions, gather_owned, run
+        from grapeshot.apps.zmodel.driver import SpatialOptions, run
+        from grapeshot.apps.zmodel.output import gather_owned
         from grapeshot.apps.zmodel.params import ZModelParams
 
         params = ZModelParams(
@@ -143,8 +144,7 @@ def zmodel_command(
             fft_config=fft_config,
             beatnik_compat=beatnik_compat,
         )
-        if vtk_every < 1:
-            raise InputError("--vtk-every", f"got {vtk_every}", "an integer >= 1")
+        check_int(vtk_every, "--vtk-every")
         from grapeshot.apps.zmodel.cutoff import DYNAMIC_SPATIAL
 
         if spatial_interval is not None and spatial_strategy not in DYNAMIC_SPATIAL:
@@ -171,7 +171,7 @@ def zmodel_command(
         raise typer.Exit(2) from None
     if rec is None:
         return
-    from grapeshot.apps.zmodel.driver import PHASES
+    from grapeshot.apps.zmodel.model import PHASES
 
     last = rec.rank_points[-1] if len(rec.rank_points) else np.zeros(rec.ranks)
     summary: dict[str, Any] = {

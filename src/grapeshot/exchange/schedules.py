@@ -299,7 +299,8 @@ def _random_phases(
     rows = d + int(np.ceil(np.log2(max(d, 2)))) + 8
     orders = random_orders(rng, rows, n)
     start_keys = rng.integers(0, 2**62, size=(rows, n), dtype=np.int64)
-    # RS_NH may split messages: allow up to 4 pieces per message before giving up on a table.
+    # RS_NH may split messages: the table holds 8 pieces per message on average (a budget over
+    # all messages, not a cap on one) before giving up; RS_N sends each message whole.
     cap = int(deg.sum()) * (8 if heap else 1) + 1
     out = np.zeros((cap, 4), dtype=np.int64)
     t, phases = _rsn_kernel(

@@ -25,17 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from grapeshot.exchange.pattern import Pattern
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.seed import SeedLike, as_generator
-
-
-def _check(where: str, value: int, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise InputError(where, f"got {value!r}", "an integer")
-    if value < lo or (hi is not None and value > hi):
-        span = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise InputError(where, f"got {value}", f"an integer {span}")
-    return int(value)
 
 
 def regular_mask(n: int, d: int, seed: SeedLike) -> np.ndarray:
@@ -45,8 +36,8 @@ def regular_mask(n: int, d: int, seed: SeedLike) -> np.ndarray:
     diagonal and the pairs already taken; above ``d = (n - 1) / 2`` the complement of a
     ``(n - 1 - d)``-regular mask is returned (fewer collisions to repair).
     """
-    n = _check("ranks", n, 1)
-    d = _check("d", d, 0, n - 1)
+    n = check_int(n, "ranks", minimum=1)
+    d = check_int(d, "d", minimum=0, maximum=n - 1)
     rng = as_generator(seed)
     if 2 * d > n - 1:
         mask = ~regular_mask(n, n - 1 - d, rng)
@@ -77,7 +68,7 @@ def regular_mask(n: int, d: int, seed: SeedLike) -> np.ndarray:
 
 def regular(n: int = 32, d: int = 4, unit: int = 4096, *, seed: SeedLike = 0) -> Pattern:
     """Set 1: a ``d``-regular pattern of ``unit``-byte messages on ``n`` ranks."""
-    unit = _check("unit", unit, 1)
+    unit = check_int(unit, "unit", minimum=1)
     mask = regular_mask(n, d, seed)
     return Pattern(
         mask.astype(np.int64) * unit,
@@ -90,8 +81,8 @@ def nonuniform(
     n: int = 32, d: int = 4, unit: int = 64, *, seed: SeedLike = 0, spread: int = 32
 ) -> Pattern:
     """Set 2: ``d``-regular, sizes uniform in ``{1, ..., spread} x unit`` bytes."""
-    unit = _check("unit", unit, 1)
-    spread = _check("spread", spread, 1)
+    unit = check_int(unit, "unit", minimum=1)
+    spread = check_int(spread, "spread", minimum=1)
     rng = as_generator(seed)
     mask = regular_mask(n, d, rng)
     sizes = rng.integers(1, spread + 1, size=(n, n), dtype=np.int64)
@@ -121,7 +112,7 @@ def wing_mesh(
     """
     from scipy.spatial import Delaunay
 
-    points = _check("points", points, 64)
+    points = check_int(points, "points", minimum=64)
     rng = as_generator(seed)
     # At least half the points fill the space around the wing, or a small mesh would be all
     # surface and every tetrahedron inside the wing.
@@ -193,8 +184,8 @@ def mesh_pattern(
 
 def airfoil(points: int = 2800, unit: int = 16, *, parts: int = 32, seed: SeedLike = 0) -> Pattern:
     """Set 3: halo exchange of a 3-D wing mesh of ``points`` vertices split into ``parts``."""
-    unit = _check("unit", unit, 1)
-    parts = _check("parts", parts, 2)
+    unit = check_int(unit, "unit", minimum=1)
+    parts = check_int(parts, "parts", minimum=2)
     rng = as_generator(seed)
     xyz, tet = wing_mesh(points, seed=rng)
     _, counts = mesh_pattern(len(xyz), tet, parts, seed=int(rng.integers(2**31)))

@@ -31,7 +31,7 @@ from scipy import stats
 
 from grapeshot.jobs.coare import apply_default_walltime
 from grapeshot.jobs.trace import JobTrace, make_trace
-from grapeshot.model.errors import InputError, check_positive_int, check_positive_number
+from grapeshot.model.errors import InputError, check_int, check_positive_number
 from grapeshot.model.seed import SeedLike, as_generator
 
 # Lublin–Feitelson batch-job parameters.
@@ -167,8 +167,8 @@ def lublin_feitelson(
     seed
         Seed; the same seed gives the same trace.
     """
-    n = check_positive_int(n, "--jobs")
-    cpus = check_positive_int(cpus, "--cpus")
+    n = check_int(n, "--jobs")
+    cpus = check_int(cpus, "--cpus")
     load = check_positive_number(load, "--load")
     if load > 5:
         raise InputError("--load", f"got {load}", "an offered load in (0, 5]")
@@ -176,7 +176,7 @@ def lublin_feitelson(
     size = _sizes(rng, n, cpus)
     run = _runtimes(rng, size)
     submit = _arrivals(rng, n)
-    user = _users(rng, n, check_positive_int(users, "--users"))
+    user = _users(rng, n, check_int(users, "--users"))
     size, run = _sessions(rng, user, [size, run], repeat)
     run = np.maximum(np.round(run * rng.lognormal(0.0, 0.2, n)), 1.0)
     req = _estimates(rng, run, max_estimate_h * 3600.0, max_share)

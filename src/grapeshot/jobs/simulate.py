@@ -12,7 +12,7 @@ from grapeshot.jobs.policies import Policy, get_policy
 from grapeshot.jobs.predict import Predictor, make_predictor
 from grapeshot.jobs.scheduler import BACKFILL, MIN_PREDICTION_S, KernelState
 from grapeshot.jobs.trace import JobTrace
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,7 @@ class Machine:
     nodes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.cpus < 1:
-            raise InputError("--cpus", f"got {self.cpus}", "an integer >= 1")
+        check_int(self.cpus, "--cpus")
         if self.nodes is not None:
             if self.nodes < 1 or self.cpus % self.nodes:
                 raise InputError(

@@ -76,34 +76,105 @@ def read_input_text(path: str | os.PathLike[str], expected: str, *, errors: str 
         ) from None
 
 
-def check_positive_int(value: int, where: str, *, minimum: int = 1) -> int:
-    """Return ``value`` as an int if it is an integer ``>= minimum``, else raise InputError."""
+def check_int(
+    value: int,
+    where: str,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    expected: str | None = None,
+) -> int:
+    """Return ``value`` as an int if it is an integer in ``[minimum, maximum]``, else raise.
+
+    The one check of an integer input: Python and numpy integers pass, ``bool`` and floats
+    (even whole ones) do not.
+
+    Parameters
+    ----------
+    value
+        What was given.
+    where
+        What holds it, for the message (``"--nodes"``).
+    minimum, maximum
+        Bounds, both included; no upper bound when ``maximum`` is None.
+    expected
+        What the message says would have been accepted; default ``"an integer >= minimum"``
+        or ``"an integer in [minimum, maximum]"``.
+
+    Raises
+    ------
+    InputError
+        ``"<where>: got <value>; expected <expected>"``.
+    """
+    if expected is None:
+        expected = (
+            f"an integer >= {minimum}"
+            if maximum is None
+            else f"an integer in [{minimum}, {maximum}]"
+        )
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InputError(where, f"got {value!r}", f"an integer >= {minimum}")
-    if value < minimum:
-        raise InputError(where, f"got {value}", f"an integer >= {minimum}")
+        raise InputError(where, f"got {value!r}", expected)
+    if value < minimum or (maximum is not None and value > maximum):
+        raise InputError(where, f"got {value}", expected)
     return int(value)
+
+
+def check_number(
+    value: float,
+    where: str,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = False,
+    expected: str | None = None,
+) -> float:
+    """Return ``value`` as a float if it is a real number in the interval, else raise.
+
+    The one check of a real-valued input (a fraction, a threshold, a duration): anything
+    ``float()`` takes except ``bool`` and text; NaN is never inside an interval.
+
+    Parameters
+    ----------
+    value, where
+        What was given and what holds it, as for :func:`check_int`.
+    low, high
+        The interval's ends (infinite by default: any finite number or infinity).
+    low_open, high_open
+        Whether ``low`` / ``high`` themselves are refused.
+    expected
+        What the message says would have been accepted; default ``"a number in [low, high]"``
+        with ``(`` / ``)`` for an open end.
+
+    Raises
+    ------
+    InputError
+        ``"<where>: got <value>; expected <expected>"``.
+    """
+    if expected is None:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        expected = f"a number in {lo}{low}, {high}{hi}"
+    if isinstance(value, bool | str | bytes):
+        raise InputError(where, f"got {value!r}", expected)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(where, f"got {value!r}", expected) from None
+    above = x > low if low_open else x >= low
+    below = x < high if high_open else x <= high
+    if not (above and below):
+        raise InputError(where, f"got {value!r}", expected)
+    return x
 
 
 def check_probability(value: float, where: str, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a float in (0, 1] (or [0, 1] with ``allow_zero``), else raise."""
-    lo = "[0" if allow_zero else "(0"
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(where, f"got {value!r}", f"a number in {lo}, 1]") from None
-    ok = (0.0 <= x <= 1.0) if allow_zero else (0.0 < x <= 1.0)
-    if not ok:
-        raise InputError(where, f"got {value!r}", f"a number in {lo}, 1]")
-    return x
+    return check_number(value, where, low=0, high=1, low_open=not allow_zero)
 
 
 def check_positive_number(value: float, where: str) -> float:
     """Return ``value`` as a float if it is a finite number ``> 0``, else raise InputError."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(where, f"got {value!r}", "a positive number") from None
-    if not (math.isfinite(x) and x > 0.0):
-        raise InputError(where, f"got {value!r}", "a positive finite number")
-    return x
+    return check_number(
+        value, where, low=0, low_open=True, high_open=True, expected="a positive finite number"
+    )

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int, check_number
 
 #: Network topologies grapeshot knows, with the parameters each one takes.
 #: ``flat``: every node pair one hop apart at full bandwidth (a full-bisection cloud).
@@ -171,30 +171,27 @@ class Network:
 
 def _check_param(where: str, key: str, value: Any) -> Any:
     """Validate one topology parameter; vectors come back as tuples."""
-
-    def is_int(x: Any, lo: int) -> bool:
-        return isinstance(x, int) and not isinstance(x, bool) and x >= lo
-
     if key in ("dims", "link_weights"):
         if not isinstance(value, list | tuple) or len(value) != 3:
             raise InputError(where, f"got {value!r}", "a list of 3 values (x, y, z)")
-        if key == "dims" and not all(is_int(v, 1) for v in value):
-            raise InputError(where, f"got {value!r}", "3 integers >= 1")
+        # Each entry is checked alone; the message shows the whole vector, as the file has it.
+        try:
+            for v in value:
+                if key == "dims":
+                    check_int(v, where)
+                else:
+                    check_number(v, where, low=0.0, low_open=True, high_open=True)
+        except InputError:
+            wanted = "3 integers >= 1" if key == "dims" else "3 finite numbers > 0"
+            raise InputError(where, f"got {value!r}", wanted) from None
         if key == "dims" and math.prod(value) > MAX_NODES:
             raise InputError(
                 where, f"{list(value)} has {math.prod(value)} routers", f"at most {MAX_NODES}"
             )
-        if key == "link_weights" and not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-            for v in value
-        ):
-            raise InputError(where, f"got {value!r}", "3 finite numbers > 0")
         return tuple(value)
     minimum = 2 if key == "arity" else 1
     maximum = MAX_LEVELS if key == "levels" else MAX_NODES
-    if not is_int(value, minimum) or value > maximum:
-        raise InputError(where, f"got {value!r}", f"an integer in [{minimum}, {maximum}]")
-    return value
+    return check_int(value, where, minimum=minimum, maximum=maximum)
 
 
 def _check_network_size(nodes: int, network: Network) -> None:
@@ -254,13 +251,13 @@ class Machine:
     def __post_init__(self) -> None:
         # The one validation of a machine: presets, machine files, --nodes (with_nodes) and
         # every Machine a command builds pass here, so each rule holds wherever one is used.
-        if isinstance(self.nodes, bool) or not isinstance(self.nodes, int | np.integer):
-            raise InputError("nodes", f"got {self.nodes!r}", "an integer >= 1")
-        if not 1 <= self.nodes <= MAX_NODES:
-            raise InputError(
-                "nodes", f"got {self.nodes}", f"an integer in [1, {MAX_NODES}] (grapeshot's limit)"
-            )
-        object.__setattr__(self, "nodes", int(self.nodes))
+        nodes = check_int(
+            self.nodes,
+            "nodes",
+            maximum=MAX_NODES,
+            expected=f"an integer in [1, {MAX_NODES}] (grapeshot's limit)",
+        )
+        object.__setattr__(self, "nodes", nodes)
         if not isinstance(self.node, NodeTree):
             raise InputError("node", f"got {type(self.node).__name__}", "a NodeTree")
         if not isinstance(self.network, Network):

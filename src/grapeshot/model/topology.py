@@ -25,11 +25,14 @@ from __future__ import annotations
 import io
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numba import njit
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.machine import DEFAULT_ARITY, Machine, NodeTree
 
 #: Largest tree TreeMatch text may describe (leaves), to refuse memory bombs in one line.
@@ -66,10 +69,7 @@ class TreeTopology:
         arities = tuple(self.arities)
         if not arities:
             raise InputError("tree.arities", "is empty", "at least one level")
-        for i, a in enumerate(arities):
-            if isinstance(a, bool) or not isinstance(a, int | np.integer) or a < 1:
-                raise InputError(f"tree.arities[{i}]", f"got {a!r}", "an integer >= 1")
-        arities = tuple(int(a) for a in arities)
+        arities = tuple(check_int(a, f"tree.arities[{i}]") for i, a in enumerate(arities))
         costs = tuple(self.costs)
         if len(costs) != len(arities):
             raise InputError("tree.costs", f"has {len(costs)} entries", f"{len(arities)}")
@@ -151,9 +151,7 @@ class TreeTopology:
 
         The slots of physical core ``p`` are ``p * r .. p * r + r - 1``.
         """
-        if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
-            raise InputError("--oversub", f"got {r!r}", "an integer >= 1")
-        r = int(r)
+        r = check_int(r, "--oversub")
         if r == 1:
             return self
         phys = self.physical()
@@ -291,6 +289,46 @@ def machine_topology(machine: Machine, node_cost: float = 100.0) -> TreeTopology
 # --- the network -----------------------------------------------------------------------------
 
 
+def fat_tree_shape(nodes: int, params: Mapping[str, Any]) -> tuple[int, int]:
+    """``(arity, levels)`` of a fat tree over ``nodes`` nodes with network ``params``.
+
+    ``arity`` defaults to :data:`~grapeshot.model.machine.DEFAULT_ARITY`; ``levels`` to the
+    fewest switch levels whose ``arity ** levels`` leaves hold the nodes (at least 1). The
+    simulator's network model and the mapping's network graph both size the tree so.
+    """
+    arity = int(params.get("arity", DEFAULT_ARITY))
+    levels = int(params.get("levels", 0))
+    if levels == 0:
+        levels, reach = 1, arity
+        while reach < nodes:
+            levels += 1
+            reach *= arity
+    return arity, levels
+
+
+@njit(cache=True, inline="always")
+def fat_tree_level(arity: int, levels: int, a: int, b: int) -> int:
+    """Fat tree: the level (1 = leaf switch) of the lowest switch above nodes ``a`` and ``b``.
+
+    Scalars only, inlined: the simulator calls it once per message inside compiled code.
+    """
+    span = arity
+    for lv in range(1, levels):
+        if a // span == b // span:
+            return lv
+        span *= arity
+    return levels
+
+
+@njit(cache=True)
+def _fat_tree_levels(arity: int, levels: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`fat_tree_level` of every pair ``(a[i], b[i])``, int64."""
+    out = np.empty(a.shape[0], dtype=np.int64)
+    for i in range(a.shape[0]):
+        out[i] = fat_tree_level(arity, levels, a[i], b[i])
+    return out
+
+
 def torus_box(routers: int) -> tuple[int, int, int]:
     """The smallest near-cubic ``(X, Y, Z)``, ``X >= Y >= Z``, with ``X * Y * Z >= routers``.
 
@@ -337,13 +375,10 @@ class NetworkGraph:
         if self.topology == "flat":
             return np.zeros(np.broadcast(a, b).shape, dtype=np.int64)
         if self.topology == "fat-tree":
-            arity, levels = self.params["arity"], self.params["levels"]
-            h = np.full(np.broadcast(a, b).shape, levels, dtype=np.int64)
-            span = arity
-            for lv in range(1, levels):
-                hit = (a // span == b // span) & (h == levels)
-                h[hit] = lv
-                span *= arity
+            a, b = np.broadcast_arrays(a, b)
+            h = _fat_tree_levels(
+                int(self.params["arity"]), int(self.params["levels"]), a.ravel(), b.ravel()
+            ).reshape(a.shape)
             return np.where(a == b, 0, 2 * (h - 1))
         nx, ny, nz = self.params["dims"]
         npr = self.params["npr"]
@@ -377,13 +412,7 @@ def network_graph(machine: Machine) -> NetworkGraph:
     if net.topology == "flat":
         return NetworkGraph(n, "flat", {})
     if net.topology == "fat-tree":
-        arity = int(net.params.get("arity", DEFAULT_ARITY))
-        levels = int(net.params.get("levels", 0))
-        if levels == 0:
-            levels, reach = 1, arity
-            while reach < n:
-                levels += 1
-                reach *= arity
+        arity, levels = fat_tree_shape(n, net.params)
         return NetworkGraph(n, "fat-tree", {"arity": arity, "levels": levels})
     npr = int(net.params.get("nodes_per_router", 1))
     routers = -(-n // npr)

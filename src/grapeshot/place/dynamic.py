@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 from scipy import sparse
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int, check_number
 from grapeshot.model.machine import Machine
 from grapeshot.model.placement import balanced_load, load_imbalance
 from grapeshot.place.rebalance import (
@@ -204,18 +204,16 @@ class ReactiveGreedy:
     _home: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.interval, bool)
-            or not isinstance(self.interval, int)
-            or (self.interval < 1)
-        ):
-            raise InputError("reactive interval", f"got {self.interval!r}", "an integer >= 1")
-        if not self.threshold >= 0:
-            raise InputError("reactive threshold", f"got {self.threshold!r}", "a number >= 0")
-        if not 0 < self.max_moves_fraction <= 1:
-            raise InputError(
-                "reactive max_moves_fraction", f"got {self.max_moves_fraction!r}", "in (0, 1]"
-            )
+        check_int(self.interval, "reactive interval")
+        check_number(self.threshold, "reactive threshold", low=0.0, expected="a number >= 0")
+        check_number(
+            self.max_moves_fraction,
+            "reactive max_moves_fraction",
+            low=0.0,
+            high=1.0,
+            low_open=True,
+            expected="in (0, 1]",
+        )
 
         if self.balancer not in ("pairwise", "affine") and self.balancer not in BALANCERS:
             raise InputError(

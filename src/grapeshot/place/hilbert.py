@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 
 
 def _uint_for(n_bits: int) -> type[np.unsignedinteger]:
@@ -68,9 +68,7 @@ def hilbert_index(coords: np.ndarray, bits: int) -> np.ndarray:
     if coords.dtype == np.bool_ or not np.issubdtype(coords.dtype, np.integer):
         raise InputError("coords", f"got dtype {coords.dtype}", "integer coordinates")
     ndim, n_points = coords.shape
-    if isinstance(bits, bool) or not isinstance(bits, int | np.integer) or bits < 1:
-        raise InputError("bits", f"got {bits!r}", "an integer >= 1")
-    bits = int(bits)
+    bits = check_int(bits, "bits")
     if ndim * bits > 64:
         raise InputError("bits", f"got {bits} bits x {ndim} axes", "at most 64 index bits")
     if n_points and (int(coords.min()) < 0 or int(coords.max()) >= 1 << bits):

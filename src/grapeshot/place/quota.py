@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 
 #: Node ids are stored as int32 in a placement.
 MAX_NODES = int(np.iinfo(np.int32).max)
@@ -136,9 +136,7 @@ def quotas(n_items: int, cores: Sequence[int] | np.ndarray) -> np.ndarray:
         If ``n_items`` is not a positive integer or ``cores`` is invalid (see
         :func:`check_cores`).
     """
-    if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < 1:
-        raise InputError("n_items", f"got {n_items!r}", "a positive integer (partitions)")
-    n_items = int(n_items)
+    n_items = check_int(n_items, "n_items", expected="a positive integer (partitions)")
     c = check_cores(cores)
     total = int(c.sum(dtype=np.int64))  # < 2**62 by check_cores' bounds
     # n_items * cores[i] must not overflow int64; object arrays keep it exact beyond that

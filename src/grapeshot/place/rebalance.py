@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int, check_number
 from grapeshot.model.machine import Machine
 from grapeshot.model.placement import load_imbalance
 from grapeshot.place import balancers as lb
@@ -105,18 +105,6 @@ def run_balancer(
     return None if np.array_equal(new, nodes) else new
 
 
-def _check_int(value, where: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise InputError(where, f"got {value!r}", f"an integer >= {minimum}")
-    return int(value)
-
-
-def _check_fraction(value, where: str, lo: float = 0.0, hi: float = np.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-        raise InputError(where, f"got {value!r}", f"a number in [{lo}, {hi}]")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class Rebalance:
     """Every ``interval`` steps, run ``balancer`` on the mean load since the last call.
@@ -144,11 +132,11 @@ class Rebalance:
     def __post_init__(self) -> None:
         if self.balancer not in BALANCERS:
             raise InputError("balancer", f"got {self.balancer!r}", f"one of {', '.join(BALANCERS)}")
-        _check_int(self.interval, f"{self.balancer} interval")
+        check_int(self.interval, f"{self.balancer} interval")
         if self.threshold is None:
             default = {"refine": 0.05, "refine-comm": 0.003}.get(self.balancer, 0.0)
             object.__setattr__(self, "threshold", default)
-        _check_fraction(self.threshold, f"{self.balancer} threshold")
+        check_number(self.threshold, f"{self.balancer} threshold", low=0.0)
         if not self.name:
             object.__setattr__(self, "name", self.balancer)
 
@@ -206,10 +194,10 @@ class BirdshotDynamic:
     _last_swap: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        _check_int(self.interval, "birdshot-dynamic interval")
-        _check_fraction(self.threshold, "birdshot-dynamic threshold")
-        _check_int(self.min_interval, "birdshot-dynamic min_interval", 0)
-        _check_fraction(self.smoothing, "birdshot-dynamic smoothing", 1e-9, 1.0)
+        check_int(self.interval, "birdshot-dynamic interval")
+        check_number(self.threshold, "birdshot-dynamic threshold", low=0.0)
+        check_int(self.min_interval, "birdshot-dynamic min_interval", minimum=0)
+        check_number(self.smoothing, "birdshot-dynamic smoothing", low=1e-9, high=1.0)
 
     def rebalance(
         self,
@@ -282,9 +270,9 @@ class BirdshotBestOfK:
     name: str = "birdshot-best-of-k"
 
     def __post_init__(self) -> None:
-        _check_int(self.k, "birdshot-best-of-k k")
-        _check_int(self.score_steps, "birdshot-best-of-k score_steps")
-        _check_int(self.seed, "birdshot-best-of-k seed", 0)
+        check_int(self.k, "birdshot-best-of-k k")
+        check_int(self.score_steps, "birdshot-best-of-k score_steps")
+        check_int(self.seed, "birdshot-best-of-k seed", minimum=0)
 
     @property
     def interval(self) -> int:

@@ -30,10 +30,10 @@ import numpy as np
 from numba import njit
 from scipy import sparse
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.machine import Machine
 from grapeshot.place.quota import quotas
-from grapeshot.place.rebalance import _check_int, check_call
+from grapeshot.place.rebalance import check_call
 
 #: ``predictor(step, window)`` → float64 ``(window, P)``: forecast load of each partition in
 #: steps ``step .. step + window - 1``.
@@ -177,8 +177,8 @@ class Speculative:
     needs_shadow: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        _check_int(self.interval, "speculative interval")
-        _check_int(self.window, "speculative window")
+        check_int(self.interval, "speculative interval")
+        check_int(self.window, "speculative window")
 
     def with_shadow(self, predictor: Predictor, home: np.ndarray, cores: np.ndarray):
         """This strategy bound to a forecast; its first placement is made from it."""

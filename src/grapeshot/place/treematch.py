@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.topology import TreeTopology
 
 #: Candidate groups up to which a level enumerates every group (the reference's constant).
@@ -57,8 +57,6 @@ MATCH_ROUNDS = 8
 REFINE_PASSES = 1
 #: Slack of a group's size during those passes (the counts are balanced exactly after).
 REFINE_SLACK = 0.03
-#: Entries of a group's rows up to which aggregation finds columns by a scan of the row.
-SHORT_ROW = 0
 #: Bonus of the as-numbered grouping in the enumerated selection (the reference's 1.001).
 PACKED_BONUS = 1.001
 
@@ -246,12 +244,16 @@ def _dominant_matching(m, indptr, indices, data, rounds):
     return groups
 
 
+def csr_arrays(w: sp.csr_array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of ``w`` as the compiled kernels take them: int64 offsets,
+    int32 columns (half the memory traffic; the graphs are < 2**31), no copy when they are."""
+    return w.indptr.astype(np.int64, copy=False), w.indices.astype(np.int32, copy=False), w.data
+
+
 def _matching(w: sp.csr_array) -> np.ndarray:
     return _dominant_matching(
         w.shape[0],
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
+        *csr_arrays(w),
         MATCH_ROUNDS,
     )
 
@@ -315,9 +317,7 @@ def _grow(w: sp.csr_array, k: int, blocks: int = 1) -> np.ndarray:
     return _growth(
         m,
         k,
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
+        *csr_arrays(w),
         seeds,
     )
 
@@ -503,29 +503,6 @@ def _aggregate(indptr, indices, data, label, order, ptr):
     nnz = 0
     for g in range(n_groups):
         start = nnz
-        entries = 0
-        for pos in range(ptr[g], ptr[g + 1]):
-            i = order[pos]
-            entries += indptr[i + 1] - indptr[i]
-        if entries <= SHORT_ROW:
-            # A short row (the fine levels of a sparse graph): look the column up in the row
-            # itself, in cache, rather than in ``where``, a random access into a large array.
-            for pos in range(ptr[g], ptr[g + 1]):
-                i = order[pos]
-                for e in range(indptr[i], indptr[i + 1]):
-                    h = label[indices[e]]
-                    if h == g:
-                        continue
-                    f = start
-                    while f < nnz and out_idx[f] != h:
-                        f += 1
-                    if f == nnz:
-                        out_idx[nnz] = h
-                        out_val[nnz] = 0.0
-                        nnz += 1
-                    out_val[f] += data[e]
-            out_ptr[g + 1] = nnz
-            continue
         for pos in range(ptr[g], ptr[g + 1]):
             i = order[pos]
             for e in range(indptr[i], indptr[i + 1]):
@@ -773,10 +750,9 @@ def refine_groups(
     share = -(-per_block // cores)
     cap = np.repeat(share + np.maximum(1, np.ceil(share * REFINE_SLACK)).astype(np.int64), cores)
     label = np.asarray(label, dtype=np.int64).copy()
-    indptr = w.indptr.astype(np.int64, copy=False)
-    indices = w.indices.astype(np.int32, copy=False)
-    _label_propagation(indptr, indices, w.data, label, n_groups, cap, REFINE_PASSES)
-    return _balance(label, block_of, blocks, cores, indptr, indices, w.data)
+    indptr, indices, data = csr_arrays(w)
+    _label_propagation(indptr, indices, data, label, n_groups, cap, REFINE_PASSES)
+    return _balance(label, block_of, blocks, cores, indptr, indices, data)
 
 
 # --- the algorithm ------------------------------------------------------------------------------
@@ -786,15 +762,14 @@ def _check_oversub(oversub, n: int, cores: int) -> int:
     need = max(1, -(-n // cores))
     if oversub is None:
         return need
-    if isinstance(oversub, bool) or not isinstance(oversub, int | np.integer) or oversub < 1:
-        raise InputError("--oversub", f"got {oversub!r}", "an integer >= 1")
+    oversub = check_int(oversub, "--oversub")
     if oversub * cores < n:
         raise InputError(
             "--oversub",
             f"{oversub} slots per core give {oversub * cores} slots for {n} tasks",
             f"at least {need}",
         )
-    return int(oversub)
+    return oversub
 
 
 def treematch(
@@ -854,8 +829,7 @@ def group_balanced(matrix, n_groups: int, *, decompose: bool = True) -> np.ndarr
     """
     w = symmetric_affinity(matrix)
     n = w.shape[0]
-    if isinstance(n_groups, bool) or not isinstance(n_groups, int | np.integer) or n_groups < 1:
-        raise InputError("n_groups", f"got {n_groups!r}", "an integer >= 1")
+    check_int(n_groups, "n_groups")
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     r = max(1, -(-n // int(n_groups)))
@@ -954,9 +928,7 @@ def _group_tree(
                 block_of,
                 blocks,
                 cores,
-                w.indptr.astype(np.int64, copy=False),
-                w.indices.astype(np.int32, copy=False),
-                w.data,
+                *csr_arrays(w),
             )
             if groups_only and REFINE_PASSES:
                 # Flat groups (TreeMatchLB's nodes) are judged by their cut alone: refine it.
@@ -1032,9 +1004,7 @@ def _filter_blocks(indptr, indices, data, block_of):
 
 def _block_diagonal(w: sp.csr_array, block_of: np.ndarray) -> sp.csr_array:
     ptr, idx, val = _filter_blocks(
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
+        *csr_arrays(w),
         block_of,
     )
     return sp.csr_array((val, idx, ptr), shape=w.shape)
@@ -1043,9 +1013,7 @@ def _block_diagonal(w: sp.csr_array, block_of: np.ndarray) -> sp.csr_array:
 def _relabel(w: sp.csr_array, index: np.ndarray, size: int) -> sp.csr_array:
     """``w`` with task ``t`` renamed ``index[t]`` in a ``size``-item matrix (virtual rest)."""
     ptr, idx, val = _relabel_csr(
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
+        *csr_arrays(w),
         index,
         size,
     )

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int, check_number
 from grapeshot.model.machine import Machine
 from grapeshot.model.placement import balanced_load, load_imbalance
 from grapeshot.model.topology import TreeTopology, node_topology
@@ -51,6 +51,7 @@ from grapeshot.place.mapping import map_to_network
 from grapeshot.place.partitioners import partition
 from grapeshot.place.treematch import (
     aggregate,
+    csr_arrays,
     group_balanced,
     group_order,
     symmetric_affinity,
@@ -102,9 +103,7 @@ def cut_bytes(w: sp.csr_array, group: np.ndarray) -> float:
     """Affinity between chares of different groups (each pair counted both ways)."""
     return float(
         _cut(
-            w.indptr.astype(np.int64, copy=False),
-            w.indices.astype(np.int32, copy=False),
-            w.data,
+            *csr_arrays(w),
             np.ascontiguousarray(group, dtype=np.int64),
         )
     )
@@ -261,9 +260,7 @@ def group_affinity(w: sp.csr_array, group: np.ndarray, n_groups: int) -> sp.csr_
     if n_groups > DENSE_GROUPS:
         return aggregate(w, group, n_groups)
     dense = _dense_group_sums(
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
+        *csr_arrays(w),
         np.ascontiguousarray(group, dtype=np.int64),
         int(n_groups),
     )
@@ -409,9 +406,7 @@ def _nodes_and_refine(
         ptr,
         tree.leaves,
         tree.spans()[:-1],
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
+        *csr_arrays(w),
         float(eps),
     )
     seconds["refine"] = time.perf_counter() - t
@@ -459,9 +454,7 @@ def node_level(
     local = np.full(n, -1, dtype=np.int64)
     local[chares] = np.arange(len(chares))
     ptr, idx, val = _node_submatrix(
-        w.indptr.astype(np.int64, copy=False),
-        w.indices.astype(np.int32, copy=False),
-        w.data,
+        *csr_arrays(w),
         chares,
         local,
         node_of,
@@ -648,12 +641,7 @@ class TreeMatchLB:
     needs_machine: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.interval, bool)
-            or not isinstance(self.interval, int)
-            or (self.interval < 1)
-        ):
-            raise InputError("treematch-lb interval", f"got {self.interval!r}", "an integer >= 1")
+        check_int(self.interval, "treematch-lb interval")
         if self.partitioner not in PARTITIONERS:
             raise InputError(
                 "treematch-lb partitioner",
@@ -661,9 +649,14 @@ class TreeMatchLB:
                 f"one of {', '.join(PARTITIONERS)}",
             )
         for key in ("alpha", "eps"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-                raise InputError(f"treematch-lb {key}", f"got {value!r}", "a fraction in [0, 1)")
+            check_number(
+                getattr(self, key),
+                f"treematch-lb {key}",
+                low=0.0,
+                high=1.0,
+                high_open=True,
+                expected="a fraction in [0, 1)",
+            )
 
     def rebalance(
         self,

@@ -19,8 +19,9 @@ from grapeshot.model.program import Program
 from grapeshot.place.dynamic import call_steps
 from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.static import get_static_strategy
-from grapeshot.runtime.executor import RankResult, run_tasks
+from grapeshot.runtime.executor import run_tasks
 from grapeshot.runtime.reference import run_reference
+from grapeshot.runtime.results import RankResult
 from grapeshot.runtime.serial import run_serial
 
 EXECUTORS = ("task", "reference", "serial")
@@ -278,7 +279,7 @@ def run_program(
 
 
 def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
-    from grapeshot.runtime.executor import TaskRecord
+    from grapeshot.runtime.timeline import TaskRecord
 
     run = run_serial(
         program, steps, progress=None if on_step is None else (lambda d, n: on_step(d - 1))

@@ -16,8 +16,8 @@ A *graph* exchange (:class:`~grapeshot.model.program.GraphExchange`: payloads to
 partitions) is planned by :func:`graph_plan`: which of the rank's buffers stay local, which go
 in the one message to each other rank, and which ranks send to it.
 
-Everything here is pure numpy over one process; :mod:`grapeshot.runtime.executor` only
-applies it.
+Everything here is pure numpy over one process; the runner (:mod:`grapeshot.runtime.rank_plan`,
+:mod:`grapeshot.runtime.halos`) only applies it.
 """
 
 from __future__ import annotations

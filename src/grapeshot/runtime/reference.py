@@ -20,8 +20,10 @@ from grapeshot.model.program import (
     failure_text,
     neighbour_offsets,
 )
-from grapeshot.runtime.executor import RankResult, TaskRecord, abort_run
+from grapeshot.runtime.results import RankResult
+from grapeshot.runtime.timeline import TaskRecord
 from grapeshot.runtime.warmup import warm_up
+from grapeshot.runtime.watch import abort_run
 from grapeshot.runtime.wire import HALO, MIGRANTS, decode_items, encode_items, stamp
 
 _TAG = 13

@@ -59,21 +59,86 @@ def collective_release(
     its part of the broadcast. See the module docstring for the cost model.
     """
     n = arrive.shape[0]
+    collective_release_into(
+        arrive,
+        algorithm,
+        root,
+        nbytes,
+        overhead,
+        net_i,
+        net_f,
+        release,
+        np.empty((2, n)),
+        np.empty((2, n), dtype=np.int64),
+    )
+
+
+@njit(cache=True)
+def _stable_argsort(keys: np.ndarray, n: int, order: np.ndarray, tmp: np.ndarray) -> None:
+    """Write into ``order[:n]`` the stable ascending order of ``keys[:n]``; ``tmp`` is scratch.
+
+    The same permutation as ``np.argsort(keys[:n], kind="mergesort")`` (a stable sort's order is
+    unique), without allocating: the event kernel calls this with no memory manager.
+    """
+    for i in range(n):
+        order[i] = i
+    src, dst = order, tmp
+    in_order = True  # whether ``src`` is ``order``
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                # Equal keys take the left run first: stability.
+                if i < mid and (j >= hi or keys[src[i]] <= keys[src[j]]):
+                    dst[k] = src[i]
+                    i += 1
+                else:
+                    dst[k] = src[j]
+                    j += 1
+        src, dst = dst, src
+        in_order = not in_order
+        width *= 2
+    if not in_order:
+        for i in range(n):
+            order[i] = src[i]
+
+
+@njit(cache=True)
+def collective_release_into(
+    arrive: np.ndarray,
+    algorithm: int,
+    root: int,
+    nbytes: float,
+    overhead: float,
+    net_i: np.ndarray,
+    net_f: np.ndarray,
+    release: np.ndarray,
+    work_f: np.ndarray,
+    work_i: np.ndarray,
+) -> None:
+    """:func:`collective_release` with scratch space: float64 ``(2, n)``, int64 ``(2, n)``.
+
+    Allocates nothing, so the event kernel (compiled without numba's memory manager) can call
+    it once per step.
+    """
+    n = arrive.shape[0]
     if n == 1:
         release[0] = arrive[0]
         return
     ser = nbytes / net_f[F_BANDWIDTH]
     o = overhead
     if algorithm == LINEAR:
-        avail = np.empty(n - 1)
-        src = np.empty(n - 1, dtype=np.int64)
+        avail = work_f[0]
         k = 0
         for i in range(n):
             if i != root:
                 avail[k] = arrive[i] + o + pair_latency(net_i, net_f, i, root) + ser
-                src[k] = i
                 k += 1
-        order = np.argsort(avail, kind="mergesort")
+        order = work_i[0]
+        _stable_argsort(avail, n - 1, order, work_i[1])
         t = arrive[root]
         for j in range(n - 1):
             a = avail[order[j]]
@@ -87,7 +152,7 @@ def collective_release(
         release[root] = t
         return
     # Binomial tree over relative ranks r = (node - root) mod n.
-    sent = np.empty(n)
+    sent = work_f[0]
     for r in range(n - 1, -1, -1):
         node = (root + r) % n
         t = arrive[node]
@@ -104,7 +169,7 @@ def collective_release(
             release[node] = t
     # Broadcast: the result reaches relative rank r at have[r]; r forwards it to its children
     # farthest first, then is released.
-    have = np.empty(n)
+    have = work_f[1]
     have[0] = release[root]
     for r in range(n):
         node = (root + r) % n

@@ -61,6 +61,7 @@ from grapeshot.exchange.pattern import Pattern
 from grapeshot.exchange.schedules import ALGORITHMS, TABLE_ALGORITHMS, Schedule, make_schedule
 from grapeshot.model.machine import Machine
 from grapeshot.model.seed import SeedLike, as_generator
+from grapeshot.model.topology import fat_tree_level
 from grapeshot.sim.network import (
     F_BANDWIDTH,
     FAT_TREE,
@@ -108,15 +109,7 @@ def _port_shares(
     # The level of the switch where each sender meets r.
     lca = np.empty(m, np.int64)
     for k in range(m):
-        s = snd[k]
-        span = arity
-        h = levels
-        for lv in range(1, levels):
-            if s // span == r // span:
-                h = lv
-                break
-            span *= arity
-        lca[k] = h
+        lca[k] = fat_tree_level(arity, levels, snd[k], r)
     for k in range(m):
         s = snd[k]
         h = lca[k]

@@ -58,8 +58,8 @@ import numpy as np
 from numba import njit
 
 from grapeshot.model.errors import InputError
-from grapeshot.model.machine import DEFAULT_ARITY, Machine
-from grapeshot.model.topology import torus_box
+from grapeshot.model.machine import Machine
+from grapeshot.model.topology import fat_tree_level, fat_tree_shape, torus_box
 
 FLAT, FAT_TREE, TORUS3D = 0, 1, 2
 _KIND = {"flat": FLAT, "fat-tree": FAT_TREE, "torus3d": TORUS3D}
@@ -201,13 +201,7 @@ def network_model(machine: Machine, hop_latency: float | None = None) -> Network
     net_f[F_HOP] = float(hop_latency)
     n_links = 0
     if net.topology == "fat-tree":
-        arity = int(net.params.get("arity", DEFAULT_ARITY))
-        levels = int(net.params.get("levels", 0))
-        if levels == 0:
-            levels, reach = 1, arity
-            while reach < n:
-                levels += 1
-                reach *= arity
+        arity, levels = fat_tree_shape(n, net.params)
         net_i[I_ARITY] = arity
         net_i[I_LEVELS] = levels
         net_i[I_PARENTS] = int(net.params.get("parents", arity))
@@ -238,17 +232,6 @@ def network_model(machine: Machine, hop_latency: float | None = None) -> Network
 
 
 @njit(cache=True, inline="always")
-def _lca_level(arity: int, levels: int, a: int, b: int) -> int:
-    """Fat tree: the level (1 = leaf switch) of the lowest switch above both nodes."""
-    span = arity
-    for lv in range(1, levels):
-        if a // span == b // span:
-            return lv
-        span *= arity
-    return levels
-
-
-@njit(cache=True, inline="always")
 def _ring_step(d: int, size: int) -> int:
     """Signed shortest displacement along a ring of ``size`` (ties go positive)."""
     d = d % size
@@ -263,7 +246,7 @@ def _hops_s(kind, arity, levels, nx, ny, nz, npr, a, b):
     if a == b or kind == FLAT:
         return 0
     if kind == FAT_TREE:
-        return 2 * (_lca_level(arity, levels, a, b) - 1)
+        return 2 * (fat_tree_level(arity, levels, a, b) - 1)
     ra = a // npr
     rb = b // npr
     dx = _ring_step(rb // (ny * nz) - ra // (ny * nz), nx)
@@ -282,7 +265,7 @@ def _link_s(kind, nodes, arity, levels, nx, ny, nz, npr, a, b, i):
     the hop leaves, in x, y, z order.
     """
     if kind == FAT_TREE:
-        h = _lca_level(arity, levels, a, b)
+        h = fat_tree_level(arity, levels, a, b)
         up = i < h - 1
         lv = i + 1 if up else 2 * (h - 1) - i
         offset = 0

@@ -33,7 +33,7 @@ from typing import Literal
 
 import numpy as np
 
-from grapeshot.model.errors import InputError, check_positive_int, check_probability
+from grapeshot.model.errors import InputError, check_int, check_probability
 from grapeshot.model.seed import SeedLike, as_generator
 from grapeshot.theory import binomial_scalar
 
@@ -89,10 +89,11 @@ _PLAN_MAX_SLOTS = 1 << 53
 
 
 def _check_count(value: int, where: str) -> int:
-    n = check_positive_int(value, where)
-    if n > MAX_COUNT:
-        raise InputError(where, f"got {n}", f"an integer from 1 to {MAX_COUNT} (2^63 - 1)")
-    return n
+    # Two checks, two messages: a count below 1 is not one; one above 2^63 - 1 is out of range.
+    n = check_int(value, where)
+    return check_int(
+        n, where, maximum=MAX_COUNT, expected=f"an integer from 1 to {MAX_COUNT} (2^63 - 1)"
+    )
 
 
 def _check_nodes(nodes: int) -> int:
@@ -553,7 +554,7 @@ def lif_monte_carlo(
     s = _check_parts(parts_per_node)
     p = _check_busy(busy)
     model = _check_model(model)
-    t = check_positive_int(trials, "--trials", minimum=2)
+    t = check_int(trials, "--trials", minimum=2)
     rng = _check_seed(seed)
     maxima, mean_busy = _mc_max(n, s, p, model, t, rng)
     lif = maxima / mean_busy - 1.0
@@ -769,7 +770,7 @@ def expected_lif(
     p = _check_busy(busy)
     model = _check_model(model)
     qs = _check_quantiles(quantiles)
-    t = check_positive_int(trials, "--trials", minimum=2)
+    t = check_int(trials, "--trials", minimum=2)
     _validate_seed(seed)
     if method not in ("auto", "exact", "monte-carlo"):
         raise InputError("method", f"got {method!r}", "one of auto, exact, monte-carlo")

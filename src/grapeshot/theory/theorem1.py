@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_number
 from grapeshot.theory.lif import _check_count
 
 
@@ -44,16 +44,6 @@ class Theorem1Result:
 
     p: float
     q: float
-
-
-def _check_real(value: float, where: str, expected: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(where, f"got {value!r}", expected) from None
-    if not math.isfinite(x):
-        raise InputError(where, f"got {value!r}", expected)
-    return x
 
 
 def theorem1(chares_per_node: int, nodes: int, alpha: float, a: float, b: float) -> Theorem1Result:
@@ -85,13 +75,11 @@ def theorem1(chares_per_node: int, nodes: int, alpha: float, a: float, b: float)
     """
     n = _check_count(chares_per_node, "--chares-per-node")
     m = _check_count(nodes, "--nodes")
-    al = _check_real(alpha, "--alpha", "a finite number >= 0")
-    if al < 0.0:
-        raise InputError("--alpha", f"got {alpha!r}", "a finite number >= 0")
-    lo = _check_real(a, "--a", "a finite number >= 0")
-    if lo < 0.0:
-        raise InputError("--a", f"got {a!r}", "a finite number >= 0 (a duration)")
-    hi = _check_real(b, "--b", "a finite number > --a")
+    al = check_number(alpha, "--alpha", low=0.0, high_open=True, expected="a finite number >= 0")
+    lo = check_number(
+        a, "--a", low=0.0, high_open=True, expected="a finite number >= 0 (a duration)"
+    )
+    hi = check_number(b, "--b", low_open=True, high_open=True, expected="a finite number > --a")
     if hi <= lo:
         raise InputError(
             "--b", f"got {b!r} with --a {a!r}", "b > a (a uniform law on [a, b] needs width)"

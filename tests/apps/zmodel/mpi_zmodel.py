@@ -8,8 +8,9 @@ import json
 import numpy as np
 from mpi4py import MPI
 
-from grapeshot.apps.zmodel.driver import SpatialOptions, gather_owned, run
+from grapeshot.apps.zmodel.driver import SpatialOptions, run
 from grapeshot.apps.zmodel.model import run_serial
+from grapeshot.apps.zmodel.output import gather_owned
 from grapeshot.apps.zmodel.params import ZModelParams
 
 CASES = [

@@ -8,7 +8,11 @@ decomposition, initial state), :mod:`.operators` (differences, Laplacian, ghosts
 expected spread),
 :mod:`.views` (Beatnik's view files), :mod:`.driver` (the MPI backend and run loop),
 :mod:`.trace` (the run as a grapeshot workload; ``SCENES`` and ``make_trace`` make the
-package a trace generator of :data:`grapeshot.apps.APPS`).
+package a trace generator of :data:`grapeshot.apps.APPS`), :mod:`.output` (VTK files of the
+surface, gathered on rank 0), :mod:`.fft_timing` (a script timing the FFT configurations).
+
+Layers, each importing only those before it: params → kernels, operators → mesh, views →
+cutoff → model, fft, balance, output → trace, driver → fft_timing.
 """
 
 from grapeshot.apps.zmodel.params import ZModelParams

@@ -27,11 +27,11 @@ from grapeshot.apps.zmodel.cutoff import (
 from grapeshot.apps.zmodel.fft import DistributedRiesz
 from grapeshot.apps.zmodel.kernels import br_all_pairs, image_offsets
 from grapeshot.apps.zmodel.mesh import Block, dims_create, initial_state, make_block
-from grapeshot.apps.zmodel.model import rhs, rk3_step, strength_factor
+from grapeshot.apps.zmodel.model import PHASES, rhs, rk3_step, strength_factor
+from grapeshot.apps.zmodel.output import write_surface_vtk
 from grapeshot.apps.zmodel.params import ZModelParams
+from grapeshot.apps.zmodel.views import to_view_array, view_name, write_view
 from grapeshot.model.errors import InputError
-
-PHASES = ("halo", "stencil", "fft", "br", "migration")
 
 
 @dataclass
@@ -363,8 +363,6 @@ def run(
     placements = np.zeros((nsteps, nparts), np.int32)
     step_s = np.zeros(nsteps)
     if vtk is not None:
-        from grapeshot.apps.zmodel.output import write_surface_vtk
-
         write_surface_vtk(vtk, 0, 0.0, z, w, be)
     if nsteps:
         # one untimed evaluation on copies loads the compiled kernels (numba's cache) so the
@@ -387,8 +385,6 @@ def run(
     be.fill_halo(z, True)
     be.fill_halo(w, False)
     if views is not None:
-        from grapeshot.apps.zmodel.views import to_view_array, view_name, write_view
-
         for name, arr in (("z", z), ("w", w)):
             path = Path(views) / view_name(name, params.mesh, params.periodic, be.rank, be.size)
             write_view(path, to_view_array(arr, be.block.cells_local))
@@ -430,15 +426,3 @@ def _count_parts(be: MPIBackend, z: np.ndarray) -> np.ndarray:
     total = np.zeros_like(counts)
     be.cart.Allreduce(counts, total)
     return total
-
-
-def gather_owned(be: MPIBackend, f: np.ndarray) -> np.ndarray | None:
-    """The global owned field (c, N, N) on rank 0 (None elsewhere)."""
-    parts = be.cart.gather(np.ascontiguousarray(op.owned(f)), root=0)
-    if be.rank != 0:
-        return None
-    n = be.params.nodes
-    out = np.empty((f.shape[0], n, n))
-    for b, a in zip(be.blocks, parts, strict=True):
-        out[:, b.i0 : b.i1, b.j0 : b.j1] = a
-    return out

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grapeshot.apps.zmodel.mesh import block_bounds
+from grapeshot.apps.zmodel.mesh import block_bounds, dims_create
 from grapeshot.apps.zmodel.operators import riesz_multipliers, wavenumbers
 
 Box = tuple[int, int, int, int]
@@ -228,8 +228,6 @@ def riesz_patterns(config: int, ranks: int, n: int) -> list[np.ndarray]:
     """Communication matrices (bytes, (P, P), diagonal = kept locally) of the reshapes of one
     Riesz transform (two forward FFTs batched, one inverse) by :class:`DistributedRiesz`
     with heFFTe configuration ``config`` on ``ranks`` ranks and an n x n mesh, in order."""
-    from grapeshot.apps.zmodel.mesh import dims_create
-
     px, py = dims_create(ranks)
     r = np.arange(ranks)
     bi, bj = r // py, r % py

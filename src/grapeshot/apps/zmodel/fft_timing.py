@@ -13,13 +13,13 @@ import sys
 
 import numpy as np
 
+from grapeshot.apps.zmodel.driver import run
+from grapeshot.apps.zmodel.params import ZModelParams
+
 
 def main(argv: list[str]) -> None:
     """Entry point (see module doc)."""
     from mpi4py import MPI
-
-    from grapeshot.apps.zmodel.driver import run
-    from grapeshot.apps.zmodel.params import ZModelParams
 
     mesh, steps, rounds = (int(a) for a in argv[:3])
     comm = MPI.COMM_WORLD

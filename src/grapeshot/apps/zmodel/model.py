@@ -15,9 +15,14 @@ from typing import Protocol
 import numpy as np
 
 from grapeshot.apps.zmodel import operators as op
+from grapeshot.apps.zmodel.cutoff import serial_cutoff_velocity
 from grapeshot.apps.zmodel.kernels import br_all_pairs, image_offsets
-from grapeshot.apps.zmodel.mesh import Block, make_block, simpson_weights
+from grapeshot.apps.zmodel.mesh import Block, initial_state, make_block, simpson_weights
 from grapeshot.apps.zmodel.params import ZModelParams
+
+#: The timed phases of a step, the columns of a run's ``phase_times`` (the driver folds a
+#: backend's :attr:`Backend.timers` into them; a trace file names them).
+PHASES = ("halo", "stencil", "fft", "br", "migration")
 
 
 class Backend(Protocol):
@@ -159,8 +164,6 @@ class SerialBackend:
         s = np.ascontiguousarray(strength.reshape(3, -1).T)
         out = np.zeros_like(pts)
         if self.params.solver == "cutoff":
-            from grapeshot.apps.zmodel.cutoff import serial_cutoff_velocity
-
             out = serial_cutoff_velocity(self.params, pts, s)
         else:
             br_all_pairs(pts, pts, s, self._offsets, self.params.eps_eff, out)
@@ -169,8 +172,6 @@ class SerialBackend:
 
 def run_serial(params: ZModelParams, steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Run ``steps`` (default ``params.n_steps``) steps on one process; padded (z, w)."""
-    from grapeshot.apps.zmodel.mesh import initial_state
-
     be = SerialBackend(params)
     z, w = initial_state(params, be.block)
     factor = strength_factor(params, be.block)

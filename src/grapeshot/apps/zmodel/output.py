@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from grapeshot.apps.zmodel import operators as op
 from grapeshot.model.atomic import atomic_path, write_text_atomic
 
 
@@ -65,12 +67,26 @@ def write_vts(path: str | Path, points: np.ndarray, fields: dict[str, np.ndarray
     return Path(path)
 
 
+def gather_owned(be: Any, f: np.ndarray) -> np.ndarray | None:
+    """The global owned field (c, N, N) on rank 0 (None elsewhere).
+
+    ``be`` is an MPI backend (:class:`~grapeshot.apps.zmodel.driver.MPIBackend`: its ``cart``,
+    ``rank``, ``params`` and ``blocks``); typed loosely so this module stays below the driver.
+    """
+    parts = be.cart.gather(np.ascontiguousarray(op.owned(f)), root=0)
+    if be.rank != 0:
+        return None
+    n = be.params.nodes
+    out = np.empty((f.shape[0], n, n))
+    for b, a in zip(be.blocks, parts, strict=True):
+        out[:, b.i0 : b.i1, b.j0 : b.j1] = a
+    return out
+
+
 def write_surface_vtk(
     directory: str | Path, step: int, t: float, z: np.ndarray, w: np.ndarray, be
 ) -> None:
     """Gather the surface on rank 0 and write ``surface_{step:05d}.vts`` + ``surface.pvd``."""
-    from grapeshot.apps.zmodel.driver import gather_owned
-
     zg, wg = gather_owned(be, z), gather_owned(be, w)
     if zg is None:
         return

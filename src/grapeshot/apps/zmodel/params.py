@@ -9,9 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int, check_number
 
 ORDERS = ("low", "medium", "high")
 SOLVERS = ("exact", "cutoff")
@@ -88,20 +86,22 @@ class ZModelParams:
             value = getattr(self, name)
             if value not in allowed:
                 raise InputError(f"--{name}", f"got {value!r}", f"one of {', '.join(allowed)}")
-        if not isinstance(self.mesh, int | np.integer) or self.mesh < 5:
-            raise InputError("--mesh", f"got {self.mesh!r}", "an integer >= 5")
-        if self.steps is not None and (
-            not isinstance(self.steps, int | np.integer) or self.steps < 0
+        check_int(self.mesh, "--mesh", minimum=5)
+        if self.steps is not None:
+            check_int(self.steps, "--steps", minimum=0)
+        for names, positive in (
+            (("cutoff", "atwood", "gravity", "box"), True),
+            (("magnitude", "modes", "mu", "epsilon"), False),
         ):
-            raise InputError("--steps", f"got {self.steps!r}", "an integer >= 0")
-        for name in ("cutoff", "atwood", "gravity", "box"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value <= 0:
-                raise InputError(f"--{name}", f"got {value!r}", "a finite number > 0")
-        for name in ("magnitude", "modes", "mu", "epsilon"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise InputError(f"--{name}", f"got {value!r}", "a finite number >= 0")
+            for name in names:
+                check_number(
+                    getattr(self, name),
+                    f"--{name}",
+                    low=0.0,
+                    low_open=positive,
+                    high_open=True,
+                    expected="a finite number > 0" if positive else "a finite number >= 0",
+                )
         if self.init == "multi" and self.modes == 0:
             raise InputError("--modes", "got 0", "a wavelength > 0 for --init multi")
         if self.fft_config not in range(8):

@@ -14,13 +14,13 @@ import os
 
 import numpy as np
 
+from grapeshot.apps.zmodel.cutoff import RECORD_BYTES, part_of
+from grapeshot.apps.zmodel.mesh import initial_state
+from grapeshot.apps.zmodel.model import PHASES, SerialBackend, rk3_step, strength_factor
 from grapeshot.apps.zmodel.params import ZModelParams
 from grapeshot.model.atomic import atomic_path
-from grapeshot.model.errors import InputError
+from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.workload import Workload, grid_halo
-
-#: Bytes of one point record moved between ranks (position, strength, key).
-RECORD_BYTES = 56
 
 
 def record_to_workload(rec, cells_per_part: int = 4) -> Workload:
@@ -52,7 +52,6 @@ def save_trace(path: str | os.PathLike[str], rec) -> None:
     ``zmodel/rank_points`` and ``zmodel/rank_of_part``, atomically."""
     import h5py
 
-    from grapeshot.apps.zmodel.driver import PHASES
     from grapeshot.model.workload_file import save_workload
 
     with atomic_path(path) as tmp:
@@ -131,10 +130,6 @@ def rollup_history(
         after every step (row 0: the initial state); ``points[s]``: positions at step ``s``
         in global node order.
     """
-    from grapeshot.apps.zmodel.cutoff import part_of
-    from grapeshot.apps.zmodel.mesh import initial_state
-    from grapeshot.apps.zmodel.model import SerialBackend, rk3_step, strength_factor
-
     be = SerialBackend(p)
     z, w = initial_state(p, be.block)
     factor = strength_factor(p, be.block)
@@ -187,8 +182,7 @@ def make_trace(scene: str, parts, steps: int, *, cells=None, seed=0, progress=No
         sx, sy = (int(v) for v in parts)
     except (TypeError, ValueError):
         raise InputError("parts", f"got {parts!r}", "2 partition counts (x, y)") from None
-    if steps < 1:
-        raise InputError("steps", f"got {steps}", "an integer >= 1")
+    check_int(steps, "steps")
     if cells is None:
         mesh = 64
     else:

@@ -1,0 +1,112 @@
+"""Which batched phases' tasks make their own halo copies, and the tables they make them with.
+
+With one thread per rank, a batched phase with a grid exchange is *fused*: the rank sends its
+messages but copies no halo itself, and each task copies its own halos right before its kernel
+(:mod:`grapeshot.model.task_halos`); a batched phase followed by a grid exchange whose fields
+it holds *prepacks*: each task packs its part of the next phase's messages right after its
+kernel. With threads, tasks of one phase run at once and would race on their neighbours'
+cells: nothing is fused. Planned once, from the rank's plan and its mailboxes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grapeshot.model.task_halos import no_halos
+from grapeshot.runtime.halo_plan import fused_halos, fused_packs
+from grapeshot.runtime.mailboxes import Mailboxes
+from grapeshot.runtime.rank_plan import RankPlan
+from grapeshot.runtime.wire import HEADER
+
+
+@dataclass(frozen=True, eq=False)
+class Fusion:
+    """The fused copies of one rank's batched phases.
+
+    Attributes
+    ----------
+    halos
+        ``{batched phase: (halos on even rounds, halos on odd rounds)}``: the ``halos`` tuple
+        its batch calls get (:mod:`grapeshot.model.task_halos`; the mailboxes alternate
+        between rounds).
+    fused
+        The phases whose tasks copy their own halos.
+    prepacks
+        ``{phase: next phase}`` for the phases whose tasks pack the next phase's messages.
+    ran
+        int ``(L,)``: per local partition, whether its task began in this round of a fused
+        phase (the runner zeroes it before each round).
+    halo_ns
+        int ``(L,)``: nanoseconds each task of the last batch call spent on its copies.
+    last
+        int ``(1,)``: scratch of the packing tasks.
+    """
+
+    halos: dict[int, tuple[tuple, tuple]]
+    fused: frozenset[int]
+    prepacks: dict[int, int]
+    ran: np.ndarray
+    halo_ns: np.ndarray
+    last: np.ndarray
+
+    @classmethod
+    def build(cls, plan: RankPlan, mail: Mailboxes, threads: int) -> Fusion:
+        """Plan the fused copies of ``plan``'s batched phases with ``threads`` threads."""
+        n = len(plan.local)
+        ran = np.zeros(n, dtype=np.int64)
+        halo_ns = np.zeros(n, dtype=np.int64)
+        last = np.full(1, -1, dtype=np.int64)
+        fused: set[int] = set()
+        prepacks: dict[int, int] = {}
+        halos = {}
+        for k in plan.batched:
+            own, packs = _copies(plan, mail, k) if threads == 1 else (None, None)
+            by_parity = []
+            for parity in (0, 1):
+                row = list(no_halos(n))
+                if own is not None:
+                    row[0:2] = (plan.arena.shared, ran)
+                    row[2:14] = own
+                    row[14:16] = (mail.inbox(k, parity).view(np.float64), halo_ns)
+                    fused.add(k)
+                if packs is not None:
+                    row[0] = plan.arena.shared
+                    row[15] = halo_ns
+                    row[16:21] = packs[parity]
+                    row[21:23] = (mail.space.view(np.float64), last)
+                    prepacks[k] = (k + 1) % len(plan.program.phases)
+                by_parity.append(tuple(row))
+            halos[k] = (by_parity[0], by_parity[1])
+        return cls(halos, frozenset(fused), prepacks, ran, halo_ns, last)
+
+
+def _copies(plan: RankPlan, mail: Mailboxes, k: int) -> tuple[tuple | None, list | None]:
+    """The tables of batched phase ``k``'s own halo copies (``None``: no grid exchange), and
+    of its part of the next phase's packing on even and odd rounds (``None``: not packed)."""
+    phases = plan.program.phases
+    header = HEADER * 8
+    where = (plan.links, plan.boxes, plan.arena)
+    nxt = (k + 1) % len(phases)
+    ex, nxt_ex = phases[k].exchange, phases[nxt].exchange
+    own = packs = None
+    if k in plan.plans:
+        own = fused_halos(*where, ex.fields, ex.width, mail.in_starts[k], header)
+    # Packed early only if nothing touches those fields between this phase's kernels and the
+    # next phase's send (a graph exchange unpacks into blocks first).
+    if (
+        nxt != k
+        and nxt in plan.plans
+        and phases[nxt].graph is None
+        and set(nxt_ex.fields) <= set(plan.batches[k].fields)
+    ):
+        # Round n of phase k comes before round n of a later phase and before round n + 1 of
+        # phase 0.
+        later = [
+            fused_packs(*where, nxt_ex.fields, nxt_ex.width, starts, header)
+            for starts in (mail.outgoing_starts(nxt, parity) for parity in (0, 1))
+        ]
+        if later[0] is not None:
+            packs = later if nxt > k else later[::-1]
+    return own, packs

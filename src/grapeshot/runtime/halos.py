@@ -1,0 +1,319 @@
+"""One rank's halo exchanges: sending a phase's halos, taking each arriving message in, and
+the graph exchange's round, on the main thread.
+
+A grid exchange (no custom packers) moves each message in one compiled gather into its
+mailbox, one scatter out of it, and copies the halos between the rank's own partitions in one
+compiled call (or leaves them to the tasks, when the phase is fused:
+:mod:`grapeshot.runtime.fusion`). Custom packers (particles) are called per buffer, as they
+must be, but their buffers still travel one message per rank pair, and their unpackers run in
+the task. A graph exchange (payloads to arbitrary partitions) is a whole round of its own
+before the phase's halo exchange and tasks.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from grapeshot.model.program import Exchange, Offset, Phase
+from grapeshot.runtime.copies import gather, scatter
+from grapeshot.runtime.dispatch import Dispatch
+from grapeshot.runtime.fusion import Fusion
+from grapeshot.runtime.mailboxes import Mailboxes
+from grapeshot.runtime.messages import Messenger
+from grapeshot.runtime.rank_plan import RankPlan
+from grapeshot.runtime.results import Tally
+from grapeshot.runtime.tasks import PartSlots
+from grapeshot.runtime.timeline import RunClock
+from grapeshot.runtime.watch import Watch
+from grapeshot.runtime.wire import GRAPH, HALO, HEADER, decode_items, encode_items, payload, stamp
+
+
+class Halos:
+    """The halo exchanges of one rank (main thread).
+
+    Parameters
+    ----------
+    plan, fusion
+        The rank's plan and fused copies.
+    mail, messenger
+        Where grid messages live, and how messages travel.
+    dispatch
+        The rank's threads (local copies are shared out among them).
+    slots
+        Where custom halos are left for the tasks.
+    clock, tally, watch
+        The run's clock, counters and progress.
+
+    Attributes
+    ----------
+    rounds
+        ``{grid phase: rounds sent}`` (its bytes per round are planned: counted at the end).
+    custom_halo
+        ``{(source partition, destination partition): bytes}`` of custom and graph buffers.
+    """
+
+    def __init__(
+        self,
+        plan: RankPlan,
+        fusion: Fusion,
+        mail: Mailboxes,
+        messenger: Messenger,
+        dispatch: Dispatch,
+        slots: PartSlots,
+        clock: RunClock,
+        tally: Tally,
+        watch: Watch,
+    ) -> None:
+        self.plan = plan
+        self.fusion = fusion
+        self.mail = mail
+        self.messenger = messenger
+        self.dispatch = dispatch
+        self.slots = slots
+        self.clock = clock
+        self.tally = tally
+        self.watch = watch
+        self.rounds = dict.fromkeys(plan.plans, 0)
+        #: The grid exchanges whose messages the phase before packed already.
+        self.prepacked: set[int] = set()
+        self.custom_halo: dict[tuple[int, int], int] = {}
+
+    # -- a phase's halo round ----------------------------------------------------------------
+
+    def send(self, step: int, k: int, phase: Phase, start: float) -> HaloRound:
+        """Send phase ``k``'s halos of ``step`` (if it has an exchange) and hand the local
+        ones over; the round whose arrivals make the rest of its tasks ready.
+
+        ``start`` is the phase's start, seconds since the run's ``t0``.
+        """
+        plan = self.plan
+        exchange = phase.exchange
+        pending: list[int] = []
+        if exchange is not None:
+            t = time.perf_counter()
+            if k in plan.plans:
+                self.messenger.post_grid_receives(step, k)
+                self.send_grid(step, k)
+                if k in self.fusion.fused:
+                    self.fusion.ran[:] = 0
+            else:
+                self.send_custom(step, k, exchange)
+            self.tally.halo_seconds += time.perf_counter() - t
+            need = plan.need_template.copy()
+            pending = list(plan.sources)
+        else:
+            need = np.zeros(len(plan.local), dtype=np.int64)
+        return HaloRound(self, step, k, need, pending, start)
+
+    def send_grid(self, step: int, k: int) -> None:
+        """Pack grid exchange ``k``'s messages into the mailboxes (unless the phase before's
+        tasks did), send them, and copy the local halos (unless the tasks will)."""
+        plan, arena, mail, fusion = self.plan.plans[k], self.plan.arena, self.mail, self.fusion
+        if not self.plan.all_batched:
+            for name in plan.names:
+                arena.refresh(self.plan.blocks, name)
+        parity = self.messenger.parity(step)
+        segments = {r: mail.outgoing(k, parity, r) for r in plan.send}
+        if k in self.prepacked:  # the tasks of the phase before packed them
+            self.prepacked.discard(k)
+        else:
+            self.outbox_free(k)
+            for r, indices in plan.send.items():
+                body = payload(segments[r])
+                at = 0
+                for name in plan.names:
+                    flat = arena.flat[name]
+                    idx = indices[name]
+                    size = idx.size * flat.itemsize
+                    gather(flat, idx, body[at : at + size].view(flat.dtype))
+                    at += size + (-size) % 8
+        for raw in segments.values():
+            raw[: HEADER * 8].view(np.int64)[:] = (step, k, HALO, 0, 0)
+            stamp(raw)
+        mail.sync()  # the writes into node neighbours' inboxes before the news of them
+        for r, raw in segments.items():
+            self.messenger.send_grid(k, r, raw)
+        for name in plan.names:
+            flat = arena.flat[name]
+            if k not in fusion.fused:  # else each task copies its own
+                self.dispatch.copy_local(flat, plan.local_src[name], plan.local_dst[name])
+            self.tally.copied_bytes += plan.local_src[name].size * flat.itemsize
+        self.rounds[k] += 1
+
+    def outbox_free(self, k: int) -> None:
+        """Wait until the last round's messages of grid exchange ``k`` have left."""
+        self.messenger.outbox_free(k, self.plan.plans[k].send)
+
+    def send_custom(self, step: int, k: int, exchange: Exchange) -> None:
+        """Pack phase ``k``'s custom halos, hand the local ones to the inboxes and post one
+        message per destination rank."""
+        # Every buffer of a partition in one call (Exchange.pack_all), then handed out.
+        plan = self.plan
+        pack_all = exchange.packer_all()
+        blocks, boxes, position, inbox = plan.blocks, plan.boxes, plan.position, self.slots.inbox
+        packed: dict[tuple[int, Offset], np.ndarray] = {}
+        for src, offsets in plan.outgoing:
+            bufs = pack_all(blocks[src], boxes[src], offsets)
+            packed.update(zip([(src, o) for o in offsets], bufs, strict=True))
+        for link in plan.links.local:
+            buf = packed[(link.src, link.offset)]
+            inbox[position[link.dst]][link.slot] = buf
+            self.count_halo(link.src, link.dst, buf.nbytes)
+        for r, links in plan.links.send.items():
+            items = []
+            for link in links:
+                buf = packed[(link.src, link.offset)]
+                items.append((link.dst, link.slot, buf))
+                self.count_halo(link.src, link.dst, buf.nbytes)
+            self.messenger.post(r, encode_items(step, k, HALO, items))
+
+    def take(self, k: int, source: int, raw: np.ndarray) -> None:
+        """Take in rank ``source``'s halo message of phase ``k``: scatter a grid message into
+        the ghost cells (unless the tasks copy their own), leave custom buffers in the
+        inboxes."""
+        self.tally.copied_bytes += raw.nbytes
+        plan = self.plan.plans.get(k)
+        if plan is None:
+            position, inbox = self.plan.position, self.slots.inbox
+            for part, slot, buf in decode_items(raw):
+                inbox[position[part]][slot] = buf
+            return
+        if k in self.fusion.fused:
+            return  # its pieces are copied by the tasks they complete
+        body = payload(raw)
+        at = 0
+        for name in plan.names:
+            flat = self.plan.arena.flat[name]
+            idx = plan.recv[source][name]
+            size = idx.size * flat.itemsize
+            scatter(body[at : at + size].view(flat.dtype), idx, flat)
+            at += size + (-size) % 8
+
+    # -- graph exchanges ---------------------------------------------------------------------
+
+    def graph_round(self, step: int, k: int, phase: Phase) -> None:
+        """One round of phase ``k``'s graph exchange, before its grid exchange and tasks.
+
+        Packs every buffer of the local partitions (one message per destination rank, local
+        buffers handed over in memory), receives one message from each source rank, then
+        unpacks each local partition's arrivals in sender order, on this thread.
+        """
+        graph, plan = phase.graph, self.plan.graph_plans[k]
+        blocks, boxes, position = self.plan.blocks, self.plan.boxes, self.plan.position
+        local, watch, tally = self.plan.local, self.watch, self.tally
+        arrived: list[list[tuple[int, np.ndarray]]] = [[] for _ in local]
+        t = time.perf_counter()
+        src = -1
+        try:
+            for src, j, dst in plan.local:
+                buf = graph.pack(blocks[src], boxes[src], j)
+                arrived[position[dst]].append((src, buf))
+                self.count_halo(src, dst, buf.nbytes)
+            for r, entries in plan.send.items():
+                items = []
+                for src, j, dst in entries:
+                    buf = graph.pack(blocks[src], boxes[src], j)
+                    items.append((dst, src, buf))
+                    self.count_halo(src, dst, buf.nbytes)
+                raw = encode_items(step, k, GRAPH, items)
+                tally.copied_bytes += raw.nbytes
+                self.messenger.post(r, raw)
+        except BaseException as exc:
+            watch.fail(src, step, phase.name, exc)
+            watch.abort(watch.failure)
+        tally.halo_seconds += time.perf_counter() - t
+        pending = list(plan.sources)
+        while pending:
+            watch.waiting_for = f"step {step} phase {phase.name!r}: graph buffers from {pending}"
+            source, raw = self.messenger.receive((step, k, GRAPH))
+            pending.remove(source)
+            tally.copied_bytes += raw.nbytes
+            for dst, sender, buf in decode_items(raw):
+                arrived[position[dst]].append((sender, buf))
+        t = time.perf_counter()
+        p = -1
+        try:
+            for i, p in enumerate(local):
+                got = arrived[i]
+                got.sort(key=_sender)  # stable: one sender's buffers stay in target order
+                graph.unpack(blocks[p], boxes[p], got)
+        except BaseException as exc:
+            watch.fail(p, step, phase.name, exc)
+            watch.abort(watch.failure)
+        tally.halo_seconds += time.perf_counter() - t
+        watch.progress_at = time.perf_counter()
+
+    # -- bytes -------------------------------------------------------------------------------
+
+    def count_halo(self, src: int, dst: int, nbytes: int) -> None:
+        """Count a custom or graph buffer of ``nbytes`` from partition ``src`` to ``dst``."""
+        self.custom_halo[(src, dst)] = self.custom_halo.get((src, dst), 0) + nbytes
+        self.tally.copied_bytes += nbytes
+
+    def halo_bytes(self) -> dict[tuple[int, int], int]:
+        """``{(source partition, destination partition): bytes}`` of every halo so far."""
+        total = dict(self.custom_halo)
+        for k, plan in self.plan.plans.items():
+            for pair, nbytes in plan.pair_bytes.items():
+                total[pair] = total.get(pair, 0) + nbytes * self.rounds[k]
+        return total
+
+
+class HaloRound:
+    """One phase's halo messages still to come on this rank, and the tasks they make ready
+    (an :class:`~grapeshot.runtime.dispatch.Arrivals`).
+
+    Attributes
+    ----------
+    need
+        int ``(L,)``: how many source ranks' messages each local partition still waits for.
+    pending
+        Source ranks whose message has not arrived yet.
+    start
+        The phase's start, seconds since the run's ``t0``.
+    """
+
+    __slots__ = ("grid", "halos", "k", "need", "pending", "start", "step")
+
+    def __init__(
+        self, halos: Halos, step: int, k: int, need: np.ndarray, pending: list[int], start: float
+    ) -> None:
+        self.halos = halos
+        self.step = step
+        self.k = k
+        self.need = need
+        self.pending = pending
+        self.start = start
+        self.grid = k in halos.plan.plans
+
+    def ready(self) -> np.ndarray:
+        """Positions of the local partitions with every halo at hand, ascending."""
+        return np.flatnonzero(self.need == 0)
+
+    def next(self, block: bool = True) -> tuple[np.ndarray, float] | None:
+        """Wait for the next halo message of this round; the tasks it makes ready, and the
+        seconds since the phase started (``block=False``, grid exchanges only: ``None`` if no
+        message is in yet)."""
+        halos, step, k, pending = self.halos, self.step, self.k, self.pending
+        halos.watch.waiting_for = f"step {step} phase {k}: halos from ranks {pending}"
+        if self.grid:
+            got = halos.messenger.grid_arrival(step, k, block)
+            if got is None:
+                return None
+            source, raw = got
+        else:
+            source, raw = halos.messenger.receive((step, k, HALO))
+        pending.remove(source)
+        t = time.perf_counter()
+        halos.take(k, source, raw)
+        halos.tally.halo_seconds += time.perf_counter() - t
+        feeds = halos.plan.feeds[source]
+        need = self.need
+        need[feeds] -= 1
+        return feeds[need[feeds] == 0], t - halos.clock.t0 - self.start
+
+
+def _sender(item: tuple[int, np.ndarray]) -> int:
+    return item[0]

@@ -1,0 +1,132 @@
+"""What one rank of the task runtime reports: its counters while it runs, its partitions'
+work counts per step, and the :class:`RankResult` it leaves.
+
+:class:`Tally` is shared by every part of the runner (messages, halos, reductions, migration),
+each adding what it did; it is plain numbers so that adding costs nothing measurable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grapeshot.model.program import Block, Program
+from grapeshot.runtime.rank_plan import RankPlan
+from grapeshot.runtime.timeline import TaskRecord
+
+
+@dataclass
+class RankResult:
+    """What one rank leaves after :func:`~grapeshot.runtime.executor.run_tasks`."""
+
+    rank: int
+    blocks: dict[int, Block]
+    tasks: TaskRecord
+    work: dict[int, list[int]]
+    wall: float
+    threads: int
+    bytes_sent: int
+    messages: int
+    time: float
+    halo_bytes: dict[tuple[int, int], int]
+    #: ``(source rank, bytes, seconds from send posted to receive complete)`` per message
+    #: this rank received.
+    message_log: list[tuple[int, int, float]] = field(default_factory=list)
+    #: Seconds spent in global reductions, and how many there were.
+    reduce_seconds: float = 0.0
+    reductions: int = 0
+    #: The main thread's time outside tasks, seconds: packing, unpacking and copying halos
+    #: and emigrants (``halo``); blocked on messages, reductions and workers (``wait``); and
+    #: the rest, the runtime's own bookkeeping (``serial``). With ``copied_bytes``, the bytes
+    #: those copies moved, they are what the simulator's calibration fits.
+    halo_seconds: float = 0.0
+    wait_seconds: float = 0.0
+    serial_seconds: float = 0.0
+    copied_bytes: int = 0
+    #: ``time.perf_counter()`` on this rank when its first step started (every rank leaves
+    #: the barrier before it together); the wall before it is the run's set-up.
+    started: float = 0.0
+
+
+@dataclass
+class Tally:
+    """A rank's running counters, each part of the runner adding its own.
+
+    Attributes
+    ----------
+    bytes_sent, messages
+        Bytes and messages this rank sent (halos, graph buffers, migrants).
+    copied_bytes
+        Bytes the main thread's copies moved (packing, unpacking, local halos, messages).
+    halo_seconds
+        Main-thread seconds packing, unpacking and copying halos and emigrants.
+    wait_seconds
+        Main-thread seconds blocked on messages, reductions and workers.
+    reduce_seconds, reductions
+        Seconds in global reductions (also counted in ``wait_seconds``), and how many.
+    message_log
+        ``(source rank, bytes, seconds from send posted to receive complete)`` per message
+        received.
+    """
+
+    bytes_sent: int = 0
+    messages: int = 0
+    copied_bytes: int = 0
+    halo_seconds: float = 0.0
+    wait_seconds: float = 0.0
+    reduce_seconds: float = 0.0
+    reductions: int = 0
+    message_log: list[tuple[int, int, float]] = field(default_factory=list)
+
+
+class WorkLog:
+    """Each local partition's work count per step (``Program.work``), kept the cheapest way
+    the plan allows.
+
+    With every phase batched nothing rebinds a block's array, so a batch's ``Batch.work``
+    field holds every partition's count at fixed places of the arena (one index a step); with
+    the default ``Program.work`` counting cells the counts are the same every step; otherwise
+    ``Program.work`` is called per partition.
+    """
+
+    def __init__(self, plan: RankPlan) -> None:
+        program, local = plan.program, plan.local
+        self.plan = plan
+        self.work: dict[int, list[int]] = {p: [] for p in local}
+        #: One int array ``(L,)`` per step, when counts are read for the whole rank at once.
+        self.rows: list[np.ndarray] = []
+        #: ``(flat work field, base of each local partition)`` when a batch names it.
+        self.at: tuple[np.ndarray, np.ndarray] | None = None
+        #: Cells of each local partition, ``(L,)``, when those are the counts.
+        self.cells: np.ndarray | None = None
+        named = {batch.work for batch in plan.batches.values()} - {None}
+        if plan.all_batched and len(named) == 1:
+            w = named.pop()
+            bases = np.array([plan.arena.base[w][p] for p in local], dtype=np.int64)
+            self.at = (plan.arena.flat[w], bases)
+        elif plan.all_batched and program.work_field is None and type(program).work is Program.work:
+            self.cells = np.array([np.prod(plan.boxes[p].shape) for p in local])
+
+    def record(self) -> None:
+        """Keep each local partition's work count of the step just done."""
+        if self.at is not None:  # every count in one index (Batch.work)
+            flat, bases = self.at
+            self.rows.append(flat[bases])
+            return
+        if self.cells is not None:
+            self.rows.append(self.cells)
+            return
+        plan = self.plan
+        program, blocks, boxes = plan.program, plan.blocks, plan.boxes
+        for p in plan.local:
+            self.work[p].append(int(program.work(blocks[p], boxes[p])))
+
+    def counts(self) -> dict[int, list[int]]:
+        """``{partition: [count per step]}`` of every step recorded."""
+        if self.rows:
+            counts = np.stack(self.rows)
+            for i, p in enumerate(self.plan.local):
+                self.work[p].extend(counts[:, i].tolist())
+            self.rows.clear()
+        return self.work

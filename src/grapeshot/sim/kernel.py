@@ -1,0 +1,71 @@
+"""The event kernel: one segment of a program (between two rebalancing points) in numba.
+
+Events live in one binary heap ordered by (time, sequence number): ties go to the event pushed
+first, so the same inputs give the same schedule, bit for bit (:mod:`grapeshot.sim.event_heap`).
+Each event kind is one function of :mod:`grapeshot.sim.events`; a task whose dependencies are
+all met joins its ready queue (:mod:`grapeshot.sim.ready_queues`), and after every event the
+idle cores of the queues it touched take their heads.
+
+The kernel's state is five records (:mod:`grapeshot.sim.kernel_state`): the network, the
+plan (program, layout and segment boundary), the queues, the clocks (heap, dependencies,
+per-node accounting) and the records out.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from grapeshot.sim.event_heap import PART_START, READY, TASK_END, pop_event, push_event
+from grapeshot.sim.events import dispatch, on_task_end, partition_done
+from grapeshot.sim.kernel_state import C_EVENTS, C_MSGS, Clocks, Net, Out, Plan, Queues
+from grapeshot.sim.node_clock import close_spans
+from grapeshot.sim.ready_queues import append, enqueue, touch
+
+
+@njit(cache=True)
+def _seed(plan: Plan, qs: Queues, clk: Clocks) -> None:
+    """Seed the segment with its partitions' arrivals after a rebalancing point, or first tasks.
+
+    At the run's start, its first tasks are queued in partition order and every queue is
+    marked for dispatch (in queue order, which fixes the order of the first starts).
+    """
+    if plan.carry_in:
+        for p in range(plan.n_parts):
+            push_event(clk, plan.ready_in[p], p, PART_START)
+        return
+    for p in range(plan.n_parts):
+        if clk.dep[p] == 0:
+            append(plan, qs, p, p)
+    for q in range(qs.q_len.shape[0]):
+        touch(qs, q)
+
+
+@njit(cache=True, _nrt=False)
+def run_segment(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out) -> int:
+    """Run the segment ``plan``: steps ``plan.step0 ..`` ``+ plan.n_sp / plan.phases``.
+
+    Updates ``net``'s NIC and link state, ``qs`` and ``clk`` in place and fills ``out``
+    (task records, step ends and releases, bytes, communication integrals, the message
+    window). Returns the number of halo messages sent (on-node and inter-node).
+    """
+    _seed(plan, qs, clk)
+    t = plan.t0
+    while True:
+        dispatch(plan, qs, clk, out, t)
+        if clk.ctr[C_EVENTS] == 0:
+            break
+        t, kind, item = pop_event(clk)
+        if kind == READY:
+            enqueue(plan, qs, item, item % plan.n_parts)
+            continue
+        # A task end or a partition's arrival: the partition is done with a phase, so its
+        # next task meets a dependency and its halo leaves (one call site: numba inlines it).
+        if kind == TASK_END:
+            p, node, nxt, step_g = on_task_end(net, plan, qs, clk, out, item, t)
+            if nxt < 0:
+                continue
+        else:  # PART_START of partition ``item``, after the previous segment's last step
+            p, node, nxt, step_g = item, plan.node_of[item], item, plan.step0 - 1
+        partition_done(net, plan, qs, clk, out, p, node, nxt, step_g, t)
+    close_spans(clk.nst, t, out.comm_time, out.hidden_time)
+    return clk.ctr[C_MSGS]

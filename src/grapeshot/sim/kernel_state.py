@@ -1,0 +1,359 @@
+"""The event kernel's five records: the network, the plan, the queues, the clocks, the records out.
+
+:func:`grapeshot.sim.kernel.run_segment` takes exactly these five named tuples. To numba a
+named tuple of scalars and arrays is a value: its scalars are constants of the compiled loop
+and its arrays are read or written in place. Why named tuples (measured on ``bench_sim``-sized
+runs, ``docs/simulator.md``): a ``jitclass`` cannot be cached (``cache=True``), and with
+numba's memory manager on, every record handed to an inlined function reference-counts each
+of its arrays (16 times slower than the former 54-argument kernel). So the kernel is compiled
+without it (``_nrt=False``) and allocates nothing: the builders below, run in Python once per
+segment (the whole run, or the steps between two rebalancing points), allocate and initialise
+everything it reads.
+
+Times are seconds, sizes bytes; ``P`` is the number of partitions, ``n`` the number of nodes,
+``Q`` the number of ready queues and ``T = n_sp * P`` the tasks of the segment (``n_sp`` steps
+times phases).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from grapeshot.sim.network import (
+    F_BANDWIDTH,
+    F_HOP,
+    F_LATENCY,
+    F_WX,
+    F_WY,
+    F_WZ,
+    I_ARITY,
+    I_CONTENTION,
+    I_KIND,
+    I_LEVELS,
+    I_MAXROUTE,
+    I_NODES,
+    I_NPR,
+    I_PARENTS,
+    I_X,
+    I_Y,
+    I_Z,
+    NetworkModel,
+    NetworkState,
+)
+from grapeshot.sim.program import Layout, Program, SimOptions
+
+# Columns of the per-node accounting array ``Clocks.nst`` (one row per node): the node's clock,
+# busy cores now, their integral over time, whether a communication span is open, its start
+# and end, the busy integral at its start, the closed spans' total length and the busy
+# core-seconds per core within them, and the node's cores.
+N_LAST, N_BUSY, N_BINT, N_CON, N_C0, N_C1, N_CB0, N_COMM, N_HID, N_CORES = range(10)
+_N_COLUMNS = 10
+
+# Entries of the counter vector ``Clocks.ctr``: events in the heap, the next sequence number
+# (ties in time go to the event pushed first), messages sent so far.
+C_EVENTS, C_SEQ, C_MSGS = range(3)
+
+
+class Net(NamedTuple):
+    """The machine's network: its parameters as scalars and its NICs' and links' state.
+
+    The scalars are :attr:`NetworkModel.net_i` and ``net_f`` unpacked once, so the message
+    path reads constants; ``net_i`` and ``net_f`` themselves are kept for the collectives.
+    """
+
+    kind: int  #: FLAT, FAT_TREE or TORUS3D (:mod:`grapeshot.sim.network`)
+    nodes: int
+    arity: int  #: fat tree: ports per switch
+    levels: int  #: fat tree: switch levels
+    parents: int  #: fat tree: up-links per switch
+    nx: int  #: torus: routers along x
+    ny: int
+    nz: int
+    npr: int  #: torus: nodes per router
+    contention: bool  #: a receiver takes one whole message at a time (CM-5)
+    bandwidth: float  #: NIC bandwidth, bytes/s
+    latency: float  #: seconds
+    hop_latency: float  #: seconds per hop beyond the nearest pair
+    wx: float  #: torus: link bandwidth over the NIC's, per axis
+    wy: float
+    wz: float
+    net_i: np.ndarray  #: int64, (11,)
+    net_f: np.ndarray  #: float64, (6,)
+    send_free: np.ndarray  #: float64, (n,): when each NIC may send next, s (updated in place)
+    recv_free: np.ndarray  #: float64, (n,): when each NIC may receive next, s (in place)
+    link_free: np.ndarray  #: float64, (links,): when each link is free, s (in place)
+    route: np.ndarray  #: int64, (max route,): scratch for one message's link ids
+
+
+class Plan(NamedTuple):
+    """What the segment runs and where: the program, its layout, the overheads, the boundary.
+
+    Read only in the kernel.
+    """
+
+    n_parts: int  #: P
+    n_sp: int  #: steps times phases in the segment
+    phases: int
+    step0: int  #: the segment's first step (global)
+    inv_phases: float  #: 1 / phases
+    cost: np.ndarray  #: float64, (steps, P): a step's compute seconds per partition
+    out_ptr: np.ndarray  #: int64, (P + 1,): halo CSR, messages partition p sends
+    out_idx: np.ndarray  #: int64, (E,): their receivers
+    out_bytes: np.ndarray  #: float64, (E,): their sizes, bytes
+    node_of: np.ndarray  #: int64, (P,)
+    queue_of: np.ndarray  #: int64, (P,): each partition's ready queue
+    core_node: np.ndarray  #: int64, (cores,): each core's node
+    node_part_ptr: np.ndarray  #: int64, (n + 1,): partitions of each node (CSR)
+    node_parts: np.ndarray  #: int64, (P,)
+    out_extra: np.ndarray  #: float64, (P,): seconds a task adds to pack its messages
+    in_extra: np.ndarray  #: float64, (P,): seconds a task adds to take its messages
+    task_overhead: float  #: seconds per task
+    carry_in: bool  #: the segment starts at a rebalancing point
+    ready_in: np.ndarray  #: float64, (P,) if carry_in: when each partition is ready there
+    carry_out: bool  #: another segment follows (its first tasks take this one's messages)
+    t0: float  #: the segment's start time, s
+    sync: bool  #: a global operation ends every step
+    coll_alg: int  #: its algorithm (:mod:`grapeshot.sim.collectives`)
+    coll_bytes: float  #: its payload, bytes
+    coll_overhead: float  #: seconds of software per collective message
+
+
+class Queues(NamedTuple):
+    """The ready queues (first in, first out ring buffers) and the free cores serving them."""
+
+    q_ptr: np.ndarray  #: int64, (Q + 1,): each queue's slots in ``q_buf``
+    q_buf: np.ndarray  #: int64, (P,): queued task ids
+    q_head: np.ndarray  #: int64, (Q,)
+    q_len: np.ndarray  #: int64, (Q,)
+    fc_ptr: np.ndarray  #: int64, (Q + 1,): each queue's cores in ``fc_buf``
+    fc_buf: np.ndarray  #: int64, (cores,): free cores, a stack per queue
+    fc_len: np.ndarray  #: int64, (Q,)
+    touched: np.ndarray  #: int64: queues the current event touched (dispatch looks at these)
+    n_touched: np.ndarray  #: int64, (1,)
+
+
+class Clocks(NamedTuple):
+    """Time in the kernel: the event heap, what each task waits for, and each node's clock."""
+
+    ht: np.ndarray  #: float64, (cap,): event times, s (binary heap)
+    hs: np.ndarray  #: int64, (cap,): event sequence numbers
+    hp: np.ndarray  #: int64, (cap,): event payloads, ``item << 2 | kind``
+    ctr: np.ndarray  #: int64, (3,): ``C_EVENTS``, ``C_SEQ``, ``C_MSGS``
+    dep: np.ndarray  #: int32, (T,): dependencies each task still waits for
+    ready_t: np.ndarray  #: float64, (T,): each task's earliest start, s
+    nst: np.ndarray  #: float64, (n, 10): per-node accounting, columns ``N_*``
+    step_rem: np.ndarray  #: int64, (steps,): tasks each step still runs
+    node_step_last: np.ndarray  #: float64, (n,): each node's last task end this step, s
+    release: np.ndarray  #: float64, (n,): scratch for a collective's release times, s
+    coll_f: np.ndarray  #: float64, (2, n): scratch for the collective
+    coll_i: np.ndarray  #: int64, (2, n): scratch for the collective
+
+
+class Out(NamedTuple):
+    """What the kernel writes: task records, step ends, traffic, the message window."""
+
+    task_start: np.ndarray  #: float64, (T,), s
+    task_end: np.ndarray  #: float64, (T,), s
+    task_core: np.ndarray  #: int64, (T,): global core id
+    step_task_end: np.ndarray  #: float64, (steps,): each step's last task end, s
+    step_release: np.ndarray  #: float64, (steps,): each step's last release, s
+    node_release: np.ndarray  #: float64, (n,): the last release of each node, s
+    bytes_sent: np.ndarray  #: float64, (all steps, n), bytes (added to)
+    bytes_recv: np.ndarray  #: float64, (all steps, n), bytes (added to)
+    comm_time: np.ndarray  #: float64, (n,): time with messages in flight towards, s (added to)
+    hidden_time: np.ndarray  #: float64, (n,): of which computing, core-weighted, s (added to)
+    rec_lo: int  #: first step whose inter-node messages are recorded
+    rec_hi: int  #: one past the last
+    rec_src: np.ndarray  #: int64, (cap,): sending partition
+    rec_dst: np.ndarray  #: int64, (cap,): receiving partition
+    rec_step: np.ndarray  #: int64, (cap,)
+    rec_t0: np.ndarray  #: float64, (cap,): sent, s
+    rec_t1: np.ndarray  #: float64, (cap,): delivered, s
+    rec_bytes: np.ndarray  #: float64, (cap,)
+    rec_n: np.ndarray  #: int64, (1,): messages recorded
+
+
+def net_record(network: NetworkModel, state: NetworkState) -> Net:
+    """The :class:`Net` of ``network`` with NIC and link state ``state`` (shared, not copied)."""
+    ni, nf = network.net_i, network.net_f
+    return Net(
+        kind=int(ni[I_KIND]),
+        nodes=int(ni[I_NODES]),
+        arity=int(ni[I_ARITY]),
+        levels=int(ni[I_LEVELS]),
+        parents=int(ni[I_PARENTS]),
+        nx=int(ni[I_X]),
+        ny=int(ni[I_Y]),
+        nz=int(ni[I_Z]),
+        npr=int(ni[I_NPR]),
+        contention=bool(ni[I_CONTENTION] != 0),
+        bandwidth=float(nf[F_BANDWIDTH]),
+        latency=float(nf[F_LATENCY]),
+        hop_latency=float(nf[F_HOP]),
+        wx=float(nf[F_WX]),
+        wy=float(nf[F_WY]),
+        wz=float(nf[F_WZ]),
+        net_i=ni,
+        net_f=nf,
+        send_free=state.send_free,
+        recv_free=state.recv_free,
+        link_free=state.link_free,
+        route=np.empty(max(int(ni[I_MAXROUTE]), 1), dtype=np.int64),
+    )
+
+
+def segment_plan(
+    program: Program,
+    layout: Layout,
+    options: SimOptions,
+    steps: tuple[int, int],
+    ready_in: np.ndarray | None,
+    t0: float,
+) -> Plan:
+    """The :class:`Plan` of steps ``steps = (a, b)`` (``a`` included, ``b`` not) of ``program``.
+
+    ``ready_in`` (float64, ``(P,)``, s) is when each partition is ready on its node after a
+    rebalancing point at step ``a``, or ``None`` at the run's start; the segment starts at
+    ``t0`` (s).
+    """
+    a, b = steps
+    phases = program.phases
+    return Plan(
+        n_parts=program.n_parts,
+        n_sp=(b - a) * phases,
+        phases=phases,
+        step0=a,
+        inv_phases=1.0 / phases,
+        cost=program.cost,
+        out_ptr=program.out_ptr,
+        out_idx=program.out_idx,
+        out_bytes=program.out_bytes,
+        node_of=layout.node_of,
+        queue_of=layout.queue_of,
+        core_node=layout.core_node,
+        node_part_ptr=layout.node_part_ptr,
+        node_parts=layout.node_parts,
+        out_extra=layout.out_extra,
+        in_extra=layout.in_extra,
+        task_overhead=options.overheads.task,
+        carry_in=ready_in is not None,
+        ready_in=ready_in if ready_in is not None else np.zeros(1),
+        carry_out=b < program.n_steps,
+        t0=t0,
+        sync=options.sync != "none",
+        coll_alg={"linear": 0, "binomial": 1}[options.collective],
+        coll_bytes=float(options.reduce_bytes if options.sync == "allreduce" else 0),
+        coll_overhead=options.overheads.message,
+    )
+
+
+def new_out(program: Program, n_nodes: int, window: tuple[int, int]) -> Out:
+    """Zeroed records of a whole run; ``window = (lo, hi)``: the steps whose messages to keep."""
+    n_tasks, n_steps = program.n_tasks, program.n_steps
+    lo, hi = window
+    cap = (hi - lo) * program.phases * len(program.out_idx) if hi > lo else 0
+    return Out(
+        task_start=np.empty(n_tasks),
+        task_end=np.empty(n_tasks),
+        task_core=np.empty(n_tasks, dtype=np.int64),
+        step_task_end=np.zeros(n_steps),
+        step_release=np.zeros(n_steps),
+        node_release=np.zeros(n_nodes),
+        bytes_sent=np.zeros((max(n_steps, 1), n_nodes)),
+        bytes_recv=np.zeros((max(n_steps, 1), n_nodes)),
+        comm_time=np.zeros(n_nodes),
+        hidden_time=np.zeros(n_nodes),
+        rec_lo=lo,
+        rec_hi=hi,
+        rec_src=np.empty(cap, dtype=np.int64),
+        rec_dst=np.empty(cap, dtype=np.int64),
+        rec_step=np.empty(cap, dtype=np.int64),
+        rec_t0=np.empty(cap),
+        rec_t1=np.empty(cap),
+        rec_bytes=np.empty(cap),
+        rec_n=np.zeros(1, dtype=np.int64),
+    )
+
+
+def segment_out(out: Out, program: Program, steps: tuple[int, int]) -> Out:
+    """``out`` seen from the segment of steps ``steps = (a, b)``: its tasks and steps (views)."""
+    a, b = steps
+    per_step = program.phases * program.n_parts
+    tasks = slice(a * per_step, b * per_step)
+    return out._replace(
+        task_start=out.task_start[tasks],
+        task_end=out.task_end[tasks],
+        task_core=out.task_core[tasks],
+        step_task_end=out.step_task_end[a:b],
+        step_release=out.step_release[a:b],
+    )
+
+
+def new_queues(layout: Layout, program: Program) -> Queues:
+    """Empty ready queues, every core free."""
+    n_parts = program.n_parts
+    n_queues = layout.q_ptr.shape[0] - 1
+    max_out = int(np.diff(program.out_ptr).max()) if n_parts else 0
+    return Queues(
+        q_ptr=layout.q_ptr,
+        q_buf=np.empty(max(n_parts, 1), dtype=np.int64),
+        q_head=np.zeros(n_queues, dtype=np.int64),
+        q_len=np.zeros(n_queues, dtype=np.int64),
+        fc_ptr=layout.fc_ptr,
+        fc_buf=layout.fc_init.copy(),
+        fc_len=np.diff(layout.fc_ptr).astype(np.int64),
+        # One event touches its own queue and those of the tasks it releases: at most the
+        # step's partitions (a collective) plus one message per halo edge.
+        touched=np.empty(max(n_queues, n_parts + max_out + 8), dtype=np.int64),
+        n_touched=np.zeros(1, dtype=np.int64),
+    )
+
+
+def new_clocks(plan: Plan, in_deg: np.ndarray, n_cores: int, node_cores: np.ndarray) -> Clocks:
+    """The clocks at the segment's start ``plan.t0``.
+
+    Parameters
+    ----------
+    plan
+        The segment.
+    in_deg
+        int64, ``(P,)``: halo messages each partition receives per phase.
+    n_cores
+        Cores of the machine (the heap holds at most one task end per core).
+    node_cores
+        float64, ``(n,)``: cores per node.
+    """
+    n_parts, n_sp, phases = plan.n_parts, plan.n_sp, plan.phases
+    # A task waits for its partition's previous task and one message per halo edge; the
+    # first phase of a step also for its node's release with a global operation. The first
+    # tasks of the run wait for nothing; those after a rebalancing point for their
+    # partition's arrival (a PART_START) and its neighbours' messages.
+    dep = np.empty((n_sp, n_parts), dtype=np.int32)
+    dep[:] = in_deg + 1
+    if plan.sync:
+        dep[phases::phases] += 1
+    if n_sp:
+        dep[0] = in_deg + 1 if plan.carry_in else 0
+    n = node_cores.shape[0]
+    nst = np.zeros((n, _N_COLUMNS))
+    nst[:, N_LAST] = plan.t0
+    nst[:, N_CORES] = node_cores
+    # At most one TASK_END per core and one READY or PART_START per partition (a partition
+    # has one current task) are ever in the heap.
+    cap = 2 * n_parts + n_cores + 16
+    return Clocks(
+        ht=np.empty(cap),
+        hs=np.empty(cap, dtype=np.int64),
+        hp=np.empty(cap, dtype=np.int64),
+        ctr=np.zeros(3, dtype=np.int64),
+        dep=dep.reshape(-1),
+        ready_t=np.full(n_sp * n_parts, plan.t0),
+        nst=nst,
+        step_rem=np.full(n_sp // phases, n_parts * phases, dtype=np.int64),
+        node_step_last=np.full(n, plan.t0),
+        release=np.empty(n),
+        coll_f=np.empty((2, n)),
+        coll_i=np.empty((2, n), dtype=np.int64),
+    )

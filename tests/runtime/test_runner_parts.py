@@ -1,0 +1,282 @@
+"""The task runtime's parts that run in one process, each on its own: the rank's plan, the
+fused copies, the ready queue, the task functions, the records and the watch (the parts that
+talk MPI, messages, reductions and migration, are run by the MPI tests)."""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+import numpy as np
+import pytest
+
+from grapeshot.model.program import Context, neighbour_offsets
+from grapeshot.model.task_halos import no_halos
+from grapeshot.runtime.copies import copy_within
+from grapeshot.runtime.dispatch import SPLIT_COPIES, Dispatch, chunks
+from grapeshot.runtime.fusion import Fusion
+from grapeshot.runtime.mailboxes import Mailboxes
+from grapeshot.runtime.migration import neighbour_slots
+from grapeshot.runtime.rank_plan import RankPlan
+from grapeshot.runtime.results import Tally, WorkLog
+from grapeshot.runtime.serial import exchange_all
+from grapeshot.runtime.tasks import PartSlots, PhaseTasks
+from grapeshot.runtime.timeline import RunClock, TaskRecord, ThreadClock
+from grapeshot.runtime.watch import Watch
+from grapeshot.runtime.wire import HEADER
+from tests.runtime.toy_programs import BatchedHeat, Heat, Walkers
+
+
+class _Rank:
+    """What the parts ask of a communicator without sending anything: its rank and size."""
+
+    def __init__(self, rank: int = 0, size: int = 1) -> None:
+        self.rank, self.size = rank, size
+
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def Get_size(self) -> int:
+        return self.size
+
+
+def _placement(program, ranks: int, seed: int = 0) -> np.ndarray:
+    node_of = np.random.default_rng(seed).integers(0, ranks, size=len(program.boxes()))
+    node_of[:ranks] = np.arange(ranks)  # every rank owns a partition
+    return node_of
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_rank_plans_cover_every_partition_once_and_count_what_each_waits_for(ranks) -> None:
+    program = Heat(domain=(24, 18), parts=(4, 3))
+    node_of = _placement(program, ranks)
+    plans = [RankPlan.build(program, node_of, r) for r in range(ranks)]
+    owned = sorted(p for plan in plans for p in plan.local)
+    assert owned == list(range(len(node_of)))
+    for r, plan in enumerate(plans):
+        assert all(node_of[p] == r for p in plan.local)
+        assert [plan.position[p] for p in plan.local] == list(range(len(plan.local)))
+        # Only the diffuse phase exchanges, through the planned grid packers.
+        assert set(plan.plans) == {1} and not plan.graph_plans and not plan.batched
+        # A partition waits for one message from each other rank owning a neighbour of it.
+        for i, p in enumerate(plan.local):
+            box = plan.boxes[p]
+            others = {
+                int(node_of[q])
+                for o in plan.offsets
+                if (q := box.neighbour(o)) is not None and node_of[q] != r
+            }
+            assert plan.need_template[i] == len(others)
+            assert {s for s in plan.sources if i in plan.feeds[s]} == others
+        # The exchanged field of every block is a view of the rank's arena.
+        for p in plan.local:
+            assert np.shares_memory(plan.blocks[p]["u"], plan.arena.flat["u"])
+
+
+def test_a_plan_resumes_from_given_blocks() -> None:
+    program = Heat(domain=(12, 8), parts=(2, 2))
+    node_of = np.zeros(4, dtype=np.int64)
+    blocks = {p: program.init_block(box) for p, box in enumerate(program.boxes())}
+    blocks[3]["u"][:] = 7.0
+    plan = RankPlan.build(program, node_of, 0, blocks)
+    assert plan.blocks is blocks and np.all(plan.blocks[3]["u"] == 7.0)
+    assert plan.all_batched is False
+
+
+def _mail(plan: RankPlan, size: int) -> Mailboxes:
+    return Mailboxes(_Rank(plan.rank, size), plan.plans, plan.arena, plan.links, HEADER * 8, False)
+
+
+def test_one_thread_fuses_the_batched_exchange_and_threads_fuse_nothing() -> None:
+    program = BatchedHeat(domain=(24, 18), parts=(4, 3))
+    node_of = _placement(program, 2)
+    plan = RankPlan.build(program, node_of, 0)
+    assert plan.batched == {1}
+    mail = _mail(plan, 2)
+    fused = Fusion.build(plan, mail, threads=1)
+    assert fused.fused == {1} and fused.prepacks == {}  # the phase after has no exchange
+    even, odd = fused.halos[1]
+    assert even[0] is plan.arena.shared and even[1] is fused.ran
+    assert even[15] is fused.halo_ns and odd[15] is fused.halo_ns
+    # The two rounds read alternate inboxes.
+    assert even[14].ctypes.data != odd[14].ctypes.data
+    pooled = Fusion.build(plan, mail, threads=2)
+    assert pooled.fused == frozenset() and pooled.prepacks == {}
+    for row in pooled.halos[1]:
+        expected = no_halos(len(plan.local))
+        assert len(row) == len(expected)
+        assert all(np.array_equal(a, b) for a, b in zip(row, expected, strict=True))
+
+
+def test_work_log_counts_every_partition_every_step() -> None:
+    program = Heat(domain=(12, 8), parts=(3, 2))
+    plan = RankPlan.build(program, np.zeros(6, dtype=np.int64), 0)
+    log = WorkLog(plan)
+    assert log.at is None and log.cells is None  # Heat counts warm cells: asked every step
+    log.record()
+    plan.blocks[0]["u"][:] = 1.0
+    log.record()
+    counts = log.counts()
+    box = plan.boxes[0]
+    assert counts[0] == [program.work(program.init_block(box), box), int(np.prod(box.shape))]
+    assert all(len(c) == 2 for c in counts.values())
+
+
+def test_neighbour_slots_name_the_opposite_offset() -> None:
+    program = Walkers(domain=(12, 8), parts=(3, 2))
+    plan = RankPlan.build(program, np.zeros(6, dtype=np.int64), 0)
+    offsets = neighbour_offsets(2)
+    for p, neighbours in zip(plan.local, neighbour_slots(plan), strict=True):
+        for offset, q, slot in neighbours:
+            assert plan.boxes[p].neighbour(offset) == q
+            assert offsets[slot] == tuple(-x for x in offset)
+            assert plan.boxes[q].neighbour(offsets[slot]) == p
+
+
+class _Arrivals:
+    """Messages that arrive in a fixed order, each making some positions ready."""
+
+    def __init__(self, batches: list[list[int]], grid: bool = True) -> None:
+        self.k, self.step, self.grid = 1, 5, grid
+        self.batches = [np.asarray(b, dtype=np.int64) for b in batches]
+        self.pending = list(range(len(batches)))
+        self.blocked = 0
+
+    def next(self, block: bool = True):
+        if not block:
+            return None  # nothing is in before the rank asks
+        self.blocked += 1
+        self.pending.pop(0)
+        return self.batches.pop(0), 0.5
+
+
+def _recording_task(seen: list, lock: threading.Lock):
+    def task(todo, step, ctx, waited, rows, thread):
+        with lock:
+            seen.extend(int(i) for i in todo)
+        for i in todo:
+            rows.append((int(i), step, 1, thread, 0.0, 1.0, waited))
+
+    return task
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("batched", [False, True])
+def test_the_ready_queue_runs_every_task_once_ready_ones_first(threads, batched) -> None:
+    watch = Watch(Heat(), _Rank(), timeout=60.0)
+    dispatch = Dispatch(threads, 10, Tally(), watch)
+    seen: list[int] = []
+    arrivals = _Arrivals([[4, 5, 6], [7, 8, 9]])
+    with dispatch.workers():
+        dispatch.run(
+            _recording_task(seen, threading.Lock()),
+            np.arange(4, dtype=np.int64),
+            arrivals,
+            Context(5, 0.0),
+            batched,
+        )
+    assert sorted(seen) == list(range(10)) and arrivals.blocked == 2
+    if threads == 1:  # first in, first out
+        assert seen == list(range(10))
+    rows = [row for clock in dispatch.clocks for row in clock.rows]
+    assert sorted(row[0] for row in rows) == list(range(10))
+    assert {row[6] for row in rows if row[0] >= 4} <= {0.5}  # arrivals' wait is kept
+    assert {row[6] for row in rows if row[0] < 4} == {0.0}
+
+
+def test_chunks_deal_round_robin_in_order() -> None:
+    assert chunks(list(range(7)), 3) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert chunks([1, 2], 5) == [[1, 2]]
+    assert chunks([], 2) == []
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_local_copies_shared_out_among_threads_equal_one_copy(threads) -> None:
+    rng = np.random.default_rng(0)
+    n = 3 * SPLIT_COPIES
+    flat = rng.random(4 * n)
+    src = rng.permutation(2 * n)[:n].astype(np.int64)
+    dst = (2 * n + rng.permutation(2 * n)[:n]).astype(np.int64)
+    expected = flat.copy()
+    copy_within(expected, src, dst)
+    dispatch = Dispatch(threads, 1, Tally(), Watch(Heat(), _Rank(), 60.0))
+    with dispatch.workers():
+        dispatch.copy_local(flat, src, dst)
+    assert np.array_equal(flat, expected)
+
+
+def _heat_tasks(program, threads: int) -> tuple[RankPlan, PhaseTasks, PartSlots, Watch]:
+    plan = RankPlan.build(program, np.zeros(len(program.boxes()), dtype=np.int64), 0)
+    fusion = Fusion.build(plan, _mail(plan, 1), threads)
+    slots = PartSlots(len(plan.local))
+    watch = Watch(program, _Rank(), 60.0)
+    clock = RunClock()
+    clock.start()
+    return plan, PhaseTasks(plan, fusion, slots, clock, watch, lambda step: step % 2), slots, watch
+
+
+@pytest.mark.parametrize("program", [Heat(parts=(3, 2)), BatchedHeat(parts=(3, 2))])
+def test_phase_tasks_compute_what_the_kernels_do(program) -> None:
+    """Task by task or batched (threads: the rank copies the halos before), a step of tasks
+    leaves the blocks and values a direct call of every kernel does."""
+    plan, tasks, slots, watch = _heat_tasks(program, threads=2)
+    boxes = plan.boxes
+    expected = [copy.deepcopy(plan.blocks[p]) for p in plan.local]
+    ctx = Context(0, 0.0)
+    everyone = np.arange(len(plan.local), dtype=np.int64)
+    for k, phase in enumerate(program.phases):
+        values = []
+        if phase.exchange is not None:
+            exchange_all(phase.exchange, boxes, expected)
+            exchange_all(phase.exchange, boxes, [plan.blocks[p] for p in plan.local])
+        for block, box in zip(expected, boxes, strict=True):
+            if phase.exchange is not None and phase.exchange.boundary is not None:
+                phase.exchange.boundary(block, box)
+            values.append(phase.kernel(block, box, ctx))
+        if k in plan.batched:
+            for name in plan.batches[k].fields:
+                plan.arena.refresh(plan.blocks, name)
+        rows: list = []
+        tasks.of(k)(everyone, 0, ctx, 0.0, rows, 0)
+        assert watch.failure is None
+        got = slots.batch_values.tolist() if k in plan.batched else slots.values
+        if phase.reduce is not None:
+            assert got == values
+        assert tasks.of(k) is tasks.of(k)  # built once
+        parts = np.concatenate([np.atleast_1d(row[0]) for row in rows])
+        assert parts.tolist() == plan.local
+    for p, block in zip(plan.local, expected, strict=True):
+        assert np.array_equal(plan.blocks[p]["u"], block["u"])
+
+
+def test_a_failing_task_is_kept_for_the_main_thread() -> None:
+    program = Heat(parts=(2, 1))
+    plan, tasks, _slots, watch = _heat_tasks(program, threads=1)
+    plan.blocks[plan.local[1]]["u"] = None  # the next kernel that reads it raises
+    rows: list = []
+    tasks.of(0)(np.arange(2), 3, Context(3, 0.0), 0.0, rows, 0)
+    assert watch.failure is not None and "partition 1, step 3, phase 'speed'" in watch.failure
+    first = watch.failure
+    watch.fail(0, 4, "diffuse", RuntimeError("later"))
+    assert watch.failure == first  # the first failure is the one reported
+    assert len(rows) == 2  # the task that failed is still on the timeline
+
+
+def test_thread_clock_shares_a_burst_among_its_tasks() -> None:
+    clock = ThreadClock()
+    clock.start()
+    sum(range(200_000))  # a burst that takes some CPU time
+    clock.rows.append((0, 0, 0, 0, 0.0, 1.0, 0.0))
+    clock.rows.append(
+        (np.array([1, 2]), 0, 1, 0, np.array([1.0, 2.0]), np.array([2.0, 4.0]), 0.5,
+         np.array([0.5, 0.0]))
+    )  # fmt: skip
+    clock.stop()
+    clock.stop()  # no burst running: nothing more
+    assert len(clock.cpu) == 2
+    record = TaskRecord.from_clocks([clock]).arrays()
+    assert record["part"].tolist() == [0, 1, 2]
+    assert record["wait"].tolist() == [0.0, 0.5, 0.5]
+    assert record["halo"][0] == 0.0 and record["halo"][2] == 0.0
+    assert record["halo"][1] > 0.0
+    assert clock.main_seconds() == 4.0
