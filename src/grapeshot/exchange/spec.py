@@ -23,6 +23,7 @@ import numpy as np
 from grapeshot.exchange import workloads
 from grapeshot.exchange.pattern import Pattern
 from grapeshot.model.errors import InputError, read_input_text
+from grapeshot.model.npy_header import read_npy_header
 
 #: kind -> (builder, {key: default})
 KINDS: dict[str, tuple[Callable[..., Pattern], dict[str, int]]] = {
@@ -160,16 +161,9 @@ def _load_npy(path: Path) -> Pattern:
     the end of the file; every refusal names the file.
     """
     where, expected = str(path), f"an (n, n) integer .npy, n <= {LIMITS['n']}"
-    fmt = np.lib.format
     try:
         with open(path, "rb") as fh:
-            readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
-            try:
-                shape, fortran, dtype = readers[fmt.read_magic(fh)](fh)
-            except Exception as exc:
-                # numpy parses the header with ast and tokenize: whatever the damage is, it
-                # raises ValueError, SyntaxError, tokenize.TokenError, ...
-                raise InputError(where, f"is not a readable .npy file ({exc})", expected) from None
+            shape, fortran, dtype = read_npy_header(fh, where, expected)
             n = shape[0] if len(shape) == 2 and shape[0] == shape[1] else -1
             if dtype.kind not in "iu" or not 1 <= n <= LIMITS["n"]:
                 raise InputError(where, f"holds {dtype} of shape {shape}", expected)

@@ -29,6 +29,7 @@ from grapeshot.model.atomic import atomic_path, write_text_atomic
 from grapeshot.model.csv_table import Column, read_lines, read_table, read_utf8
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
+from grapeshot.model.npy_header import read_npy_header
 from grapeshot.model.workload import Workload
 
 #: Most nodes a placement may have: node numbers are int32 (MPI ranks are C ints).
@@ -317,22 +318,9 @@ def _load_csv(path: str | os.PathLike[str]) -> Placement:
 def _load_npy(path: str | os.PathLike[str]) -> Placement:
     where = str(path)
     expected = "a NumPy .npy file of one integer node number per partition"
-    fmt = np.lib.format
     try:
         with open(path, "rb") as fh:
-            try:
-                version = fmt.read_magic(fh)
-            except ValueError:
-                raise InputError(where, "is not a .npy file", expected) from None
-            readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
-            if version not in readers:
-                raise InputError(where, f"is .npy version {version}", "version 1.0 or 2.0")
-            try:
-                shape, _, dtype = readers[version](fh)
-            except Exception as exc:
-                # numpy parses the header with ast and tokenize: a damaged one raises
-                # ValueError, SyntaxError, tokenize.TokenError, ... whatever the damage is.
-                raise InputError(where, f"has a damaged .npy header ({exc})", expected) from None
+            shape, _, dtype = read_npy_header(fh, where, expected)
             if len(shape) == 1 and shape[0] < 0:
                 raise InputError(where, f"has a damaged .npy header (shape {shape})", expected)
             if dtype.kind not in "iu":
