@@ -10,6 +10,7 @@ from rich.table import Table
 
 from grapeshot.cli.output import console, emit_json, err_console
 from grapeshot.jobs.generate import lublin_feitelson
+from grapeshot.jobs.jobs_out import check_jobs_out, write_jobs_out
 from grapeshot.jobs.policies import POLICIES, parse_policies
 from grapeshot.jobs.sacct import read_sacct
 from grapeshot.jobs.scheduler import BACKFILL
@@ -91,6 +92,14 @@ def simulate_command(
             "workload: reported in the output; 1 = as logged).",
         ),
     ] = 1.0,
+    jobs_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--jobs-out",
+            help="Write every job's schedule: FILE.csv (each job and policy: submit, start, "
+            "end, predicted and final walltime, corrections, killed) or FILE.swf (one policy).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Compare walltime policies on a workload; see ``SIMULATE_HELP``."""
@@ -102,6 +111,8 @@ def simulate_command(
         chosen = parse_policies(policies)
     except ValueError as exc:
         raise InputError("--policies", str(exc)) from None
+    if jobs_out is not None:
+        check_jobs_out(jobs_out, len(chosen))
     path = swf if swf is not None else sacct
     assert path is not None
     read = read_swf(path, strict=strict) if swf is not None else read_sacct(path, strict=strict)
@@ -123,6 +134,10 @@ def simulate_command(
             on_policy=None if as_json else (lambda p: status.update(f"simulating {p}")),
             source=source,
         )  # fmt: skip
+    written = None
+    if jobs_out is not None:
+        trace = study.cleaned.trace
+        written = write_jobs_out(jobs_out, trace, study.schedules, study.cleaned.in_metrics)
     if as_json:
         emit_json(
             {
@@ -142,6 +157,7 @@ def simulate_command(
                 "offered_load": study.offered_load,
                 "logged": None if study.logged is None else study.logged.as_dict(),
                 "policies": [m.as_dict() for m in study.metrics],
+                "jobs_out": None if written is None else str(written),
             }
         )
         return
@@ -180,6 +196,8 @@ def simulate_command(
             f"idle during {100 * lg.idle_while_waiting:.0f} % of its waiting time",
             highlight=False,
         )
+    if written is not None:
+        console.print(f"written: {written}", highlight=False)
 
 
 def generate_command(

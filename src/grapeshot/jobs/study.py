@@ -12,7 +12,7 @@ from grapeshot.jobs.coare import apply_default_walltime
 from grapeshot.jobs.load import compress_arrivals, offered_load
 from grapeshot.jobs.metrics import LoggedRun, PolicyMetrics, logged_run, policy_metrics
 from grapeshot.jobs.policies import Policy
-from grapeshot.jobs.simulate import Machine, simulate
+from grapeshot.jobs.simulate import Machine, Schedule, simulate
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError
 
@@ -37,6 +37,8 @@ class Study:
         scheduler did, to hold the simulated user-estimate run against.
     metrics
         One entry per policy, in the order asked.
+    schedules
+        Every job's schedule under each policy (same order), over ``cleaned.trace``.
     """
 
     cleaned: Cleaned
@@ -45,6 +47,7 @@ class Study:
     compress: float = 1.0
     offered_load: float = 0.0
     logged: LoggedRun | None = None
+    schedules: tuple[Schedule, ...] = ()
 
     def by_policy(self) -> dict[str, PolicyMetrics]:
         """Metrics keyed by policy name."""
@@ -118,11 +121,11 @@ def run_study(
             work, default_walltime_h, default_share, seed=np.random.default_rng(seed)
         )
         cleaned = Cleaned(work, cleaned.steps, cleaned.in_metrics)
-    results = []
+    schedules = []
     for policy in policies:
         if on_policy is not None:
             on_policy(policy.name)
-        schedule = simulate(work, policy, machine, backfill=backfill, seed=seed)
-        results.append(policy_metrics(schedule, cleaned.in_metrics))
+        schedules.append(simulate(work, policy, machine, backfill=backfill, seed=seed))
+    results = tuple(policy_metrics(s, cleaned.in_metrics) for s in schedules)
     load = offered_load(work, machine.cpus)
-    return Study(cleaned, defaulted, tuple(results), float(compress), load, logged)
+    return Study(cleaned, defaulted, results, float(compress), load, logged, tuple(schedules))
