@@ -21,7 +21,10 @@ field or option; never another exception.
 
 from __future__ import annotations
 
+import functools
 import os
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
@@ -57,3 +60,20 @@ def fuzz(share: float = 1.0) -> settings:
             HealthCheck.data_too_large,
         ],
     )
+
+
+@functools.cache
+def _folder() -> str:
+    return tempfile.mkdtemp(prefix="grapeshot-fuzz-")
+
+
+def example_file(data: bytes | str, suffix: str) -> Path:
+    """A new file holding ``data`` (text as UTF-8, lone surrogates kept) for one example.
+
+    One file per example, never a pytest fixture's: hypothesis reuses a test's fixtures
+    across its examples.
+    """
+    handle = tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False, dir=_folder())
+    with handle:
+        handle.write(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
+    return Path(handle.name)

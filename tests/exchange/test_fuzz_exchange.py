@@ -11,7 +11,6 @@ as well.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -28,22 +27,12 @@ from grapeshot.exchange.spec import (
     parse_spec,
 )
 from grapeshot.model.errors import InputError
-from tests.fuzz import fuzz
+from tests.fuzz import example_file, fuzz
 
 #: The SPEC parser builds a pattern (a mesh for airfoil): a share of the quick pass.
 SPEC_SETTINGS = fuzz(0.5)
 #: The file readers go through a temporary file each.
 FILE_SETTINGS = fuzz(0.4)
-
-_DIR = tempfile.mkdtemp(prefix="grapeshot-fuzz-exchange-")
-
-
-def _write(data: bytes | str, suffix: str) -> Path:
-    # One file per example (hypothesis reuses a test's fixtures across examples).
-    handle = tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False, dir=_DIR)
-    with handle:
-        handle.write(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
-    return Path(handle.name)
 
 
 def _is_pattern(p: Pattern) -> None:
@@ -151,7 +140,7 @@ def _file_or_named_error(path: Path) -> Pattern | None:
 @FILE_SETTINGS
 @given(st.binary(max_size=300), st.sampled_from([".txt", ".npy", ""]))
 def test_pattern_file_fuzz_any_bytes(data: bytes, suffix: str) -> None:
-    _file_or_named_error(_write(data, suffix))
+    _file_or_named_error(example_file(data, suffix))
 
 
 #: Fields a damaged line may hold.
@@ -196,16 +185,16 @@ def test_pattern_file_fuzz_one_damaged_field(com: np.ndarray, data: st.DataObjec
     lines[i] = " ".join(fields)
     if how == "repeat":
         lines.append(lines[i])
-    _file_or_named_error(_write("\n".join(lines) + "\n", ".txt"))
+    _file_or_named_error(example_file("\n".join(lines) + "\n", ".txt"))
 
 
 @FILE_SETTINGS
 @given(COMS, st.sampled_from(["<i8", "<i4", ">u2", "<u8"]), st.booleans())
 def test_pattern_file_fuzz_round_trip(com: np.ndarray, dtype: str, fortran: bool) -> None:
-    back = _file_or_named_error(_write(format_pattern(Pattern(com, "fuzz")), ".txt"))
+    back = _file_or_named_error(example_file(format_pattern(Pattern(com, "fuzz")), ".txt"))
     assert back is not None and np.array_equal(back.com, com)
     arr = com.astype(dtype) if np.can_cast(com.max(initial=0), dtype) else com
-    path = _write(b"", ".npy")
+    path = example_file(b"", ".npy")
     np.save(path, np.asfortranarray(arr) if fortran else arr)
     back = _file_or_named_error(path)
     assert back is not None and np.array_equal(back.com, com)
@@ -214,7 +203,7 @@ def test_pattern_file_fuzz_round_trip(com: np.ndarray, dtype: str, fortran: bool
 @FILE_SETTINGS
 @given(COMS, st.integers(0, 400), st.binary(min_size=1, max_size=6), st.booleans())
 def test_pattern_npy_fuzz_damaged_bytes(com: np.ndarray, at: int, junk: bytes, cut: bool) -> None:
-    path = _write(b"", ".npy")
+    path = example_file(b"", ".npy")
     np.save(path, com)
     whole = path.read_bytes()
     at = min(at, len(whole))

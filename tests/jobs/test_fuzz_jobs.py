@@ -11,7 +11,6 @@ tests/jobs/test_workloads.py fuzz the text parsers on random lines too.
 from __future__ import annotations
 
 import math
-import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,20 +22,10 @@ from grapeshot.jobs.sacct import read_sacct
 from grapeshot.jobs.swf import SwfRead, format_swf, read_swf
 from grapeshot.jobs.trace import FLOAT_FIELDS, SWF_FIELDS, make_trace
 from grapeshot.model.errors import InputError
-from tests.fuzz import fuzz
+from tests.fuzz import example_file, fuzz
 
 #: The readers go through a temporary file each.
 SETTINGS = fuzz(0.5)
-
-_DIR = tempfile.mkdtemp(prefix="grapeshot-fuzz-jobs-")
-
-
-def _write(data: bytes | str, suffix: str) -> Path:
-    # One file per example (hypothesis reuses a test's fixtures across examples).
-    handle = tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False, dir=_DIR)
-    with handle:
-        handle.write(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
-    return Path(handle.name)
 
 
 #: Values a damaged field may take.
@@ -85,7 +74,7 @@ def _swf_or_named_error(path: Path) -> None:
 @SETTINGS
 @given(st.binary(max_size=400))
 def test_swf_fuzz_any_bytes(data: bytes) -> None:
-    _swf_or_named_error(_write(data, ".swf"))
+    _swf_or_named_error(example_file(data, ".swf"))
 
 
 def _swf_jobs(draw: st.DrawFn, n: int) -> list[list[str]]:
@@ -126,7 +115,7 @@ def damaged_swf(draw: st.DrawFn) -> str:
 @SETTINGS
 @given(damaged_swf())
 def test_swf_fuzz_one_damaged_field(text: str) -> None:
-    _swf_or_named_error(_write(text, ".swf"))
+    _swf_or_named_error(example_file(text, ".swf"))
 
 
 @st.composite
@@ -147,7 +136,7 @@ def job_columns(draw: st.DrawFn) -> dict[str, np.ndarray]:
 @given(job_columns())
 def test_swf_fuzz_round_trip(cols: dict[str, np.ndarray]) -> None:
     trace = make_trace(**cols, header={"MaxProcs": "64", "Note": "fuzz"})
-    path = _write(format_swf(trace), ".swf")
+    path = example_file(format_swf(trace), ".swf")
     read = read_swf(path, strict=True)
     assert not read.bad and read.lines == len(trace)
     assert read.trace.header == trace.header
@@ -217,7 +206,7 @@ def sacct_jobs(draw: st.DrawFn) -> list[dict]:
 @given(sacct_jobs(), st.booleans())
 def test_sacct_fuzz_round_trip(jobs: list[dict], steps: bool) -> None:
     rows = [r for j in jobs for r in ([j["row"], j["step"]] if steps else [j["row"]])]
-    path = _write(SACCT_HEADER + "\n" + "\n".join(rows) + "\n", ".txt")
+    path = example_file(SACCT_HEADER + "\n" + "\n".join(rows) + "\n", ".txt")
     read = read_sacct(path, strict=True)
     assert not read.bad and read.lines == len(jobs) and len(read.trace) == len(jobs)
     order = np.argsort([j["submit"] for j in jobs], kind="stable")
@@ -258,11 +247,11 @@ def test_sacct_fuzz_one_damaged_cell(jobs: list[dict], data: st.DataObject) -> N
             st.sampled_from(["AllocCPUS", "", "JobID", "x"]) | st.text(max_size=6)
         )
     text = "|".join(header) + "\n" + "\n".join("|".join(r) for r in rows) + "\n"
-    _sacct_or_named_error(_write(text, ".txt"))
+    _sacct_or_named_error(example_file(text, ".txt"))
 
 
 @SETTINGS
 @given(st.binary(max_size=400), st.booleans())
 def test_sacct_fuzz_any_bytes(data: bytes, with_header: bool) -> None:
     prefix = (SACCT_HEADER + "\n").encode() if with_header else b""
-    _sacct_or_named_error(_write(prefix + data, ".txt"))
+    _sacct_or_named_error(example_file(prefix + data, ".txt"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,12 @@ from grapeshot.model.synthetic import (
     synthetic_workload,
 )
 from grapeshot.model.workload import Workload
-from tests.fuzz import fuzz
+from tests.fuzz import example_file, fuzz
+
+
+def _example(data: bytes | str) -> Path:
+    return example_file(data, ".toml")
+
 
 #: The file readers go through a temporary file each: a third of the cases; the SPEC
 #: parser is pure and fast: all of them.
@@ -83,21 +87,10 @@ def _check(fn, path: Path) -> None:
         assert str(path) in str(exc), str(exc)
 
 
-def _write(data: str | bytes) -> Path:
-    # One file per example (hypothesis reuses a test's fixtures across examples).
-    handle = tempfile.NamedTemporaryFile("wb", suffix=".toml", delete=False, dir=_DIR)
-    with handle:
-        handle.write(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
-    return Path(handle.name)
-
-
-_DIR = tempfile.mkdtemp(prefix="grapeshot-fuzz-")
-
-
 @SETTINGS
 @given(st.text(max_size=300))
 def test_machine_toml_any_text(text: str) -> None:
-    _check(load_machine_file, _write(text))
+    _check(load_machine_file, _example(text))
 
 
 @SETTINGS
@@ -108,7 +101,7 @@ def test_machine_toml_one_bad_field(line_no: int, value: object) -> None:
         return
     key = lines[line_no].split("=")[0].strip()
     lines[line_no] = f"{key} = {_toml_value(value)}"
-    path = _write("\n".join(lines) + "\n")
+    path = _example("\n".join(lines) + "\n")
     try:
         machine = load_machine_file(path)
     except InputError as exc:
@@ -118,7 +111,7 @@ def test_machine_toml_one_bad_field(line_no: int, value: object) -> None:
 
 
 def test_machine_toml_valid_one_loads() -> None:
-    machine = load_machine_file(_write(MACHINE_TOML))
+    machine = load_machine_file(_example(MACHINE_TOML))
     assert machine.nodes == 4 and machine.cores_per_node == 8
 
 
@@ -126,7 +119,7 @@ def test_machine_toml_valid_one_loads() -> None:
 @given(st.binary(max_size=300), st.booleans())
 def test_machine_toml_fuzz_any_bytes(data: bytes, after_valid: bool) -> None:
     # Bytes alone, and bytes after a valid file (past the parser's first line).
-    _check(load_machine_file, _write((MACHINE_TOML.encode() if after_valid else b"") + data))
+    _check(load_machine_file, _example((MACHINE_TOML.encode() if after_valid else b"") + data))
 
 
 #: What a key or section may be renamed to.
@@ -153,7 +146,7 @@ def test_machine_toml_fuzz_damaged_lines(data: st.DataObject) -> None:
             lines[i] = lines[i].replace(lines[i].strip("[] ").split("=")[0].strip(), word, 1)
         else:
             lines.insert(i, data.draw(st.text(max_size=20)))
-    path = _write("\n".join(lines) + "\n")
+    path = _example("\n".join(lines) + "\n")
     try:
         machine = load_machine_file(path)
     except InputError as exc:
@@ -216,7 +209,7 @@ def _toml(d: dict) -> str:
 @SETTINGS
 @given(machine_descriptions())
 def test_machine_toml_fuzz_round_trip(d: dict) -> None:
-    m = load_machine_file(_write(_toml(d)))
+    m = load_machine_file(_example(_toml(d)))
     assert m.name == d["name"] and m.nodes == d["nodes"]
     assert m.node.levels == tuple(d["levels"])
     assert m.node.core_numbering == (None if d["numbering"] is None else tuple(d["numbering"]))
@@ -233,7 +226,7 @@ def test_machine_toml_fuzz_round_trip(d: dict) -> None:
 @SETTINGS
 @given(st.text(max_size=300))
 def test_placement_any_text(text: str) -> None:
-    _check(load_placement, _write(text))
+    _check(load_placement, _example(text))
 
 
 @SETTINGS
@@ -245,7 +238,7 @@ def test_placement_one_bad_field(key: str, value: object) -> None:  # fmt: skip
     doc = {"format": "grapeshot-placement", "node_of": [0, 1, 1, 0], "nodes": 2,
            "strategy": "birdshot", "seed": 1}  # fmt: skip
     doc[key] = value
-    path = _write(json.dumps(doc))
+    path = _example(json.dumps(doc))
     try:
         placement = load_placement(path)
     except InputError as exc:

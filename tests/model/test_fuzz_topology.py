@@ -12,7 +12,6 @@ random text too.
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -24,20 +23,15 @@ from hypothesis import strategies as st
 from grapeshot.model.errors import InputError
 from grapeshot.model.topology import TreeTopology, parse_tleaf, read_affinity_matrix
 from grapeshot.place.mapping import map_tasks
-from tests.fuzz import fuzz
+from tests.fuzz import example_file, fuzz
+
+
+def _example(data: bytes | str) -> Path:
+    return example_file(data, ".mtx")
+
 
 #: The matrix reader goes through a temporary file and scipy: a share of the quick pass.
 FILE_SETTINGS = fuzz(0.4)
-
-_DIR = tempfile.mkdtemp(prefix="grapeshot-fuzz-topology-")
-
-
-def _write(data: bytes | str, suffix: str = ".mtx") -> Path:
-    # One file per example (hypothesis reuses a test's fixtures across examples).
-    handle = tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False, dir=_DIR)
-    with handle:
-        handle.write(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
-    return Path(handle.name)
 
 
 def _tleaf_or_named_error(text: str) -> TreeTopology | None:
@@ -154,7 +148,7 @@ def _matrix_or_named_error(path: Path) -> sp.csr_array | None:
 @FILE_SETTINGS
 @given(st.binary(max_size=300))
 def test_matrix_market_fuzz_any_bytes(data: bytes) -> None:
-    _matrix_or_named_error(_write(data))
+    _matrix_or_named_error(_example(data))
 
 
 MATRICES = (
@@ -174,7 +168,7 @@ MATRICES = (
 
 def _mm_text(m: np.ndarray, symmetry: str, fmt: str, field: str) -> str:
     """What scipy's mmwrite writes for ``m``."""
-    path = _write(b"")
+    path = _example(b"")
     data = sp.coo_array(m) if fmt == "coordinate" else m
     if symmetry == "symmetric":
         data = sp.coo_array(np.triu(m) + np.triu(m, 1).T) if fmt == "coordinate" else np.triu(
@@ -218,7 +212,7 @@ def test_matrix_market_fuzz_one_damaged_token(m, symmetry, fmt, field, data) -> 
         tokens = []
     lines[i] = " ".join(tokens)
     end = data.draw(st.sampled_from(["\n", "", " ", "x", "\r", "%"]))  # the last line's end
-    _matrix_or_named_error(_write("\n".join(lines) + end))
+    _matrix_or_named_error(_example("\n".join(lines) + end))
 
 
 @FILE_SETTINGS
@@ -228,7 +222,7 @@ def test_matrix_market_fuzz_one_damaged_token(m, symmetry, fmt, field, data) -> 
 def test_matrix_market_fuzz_round_trip(m: np.ndarray, symmetry: str, fmt: str) -> None:
     if symmetry == "symmetric":
         m = np.triu(m) + np.triu(m, 1).T
-    a = _matrix_or_named_error(_write(_mm_text(m, symmetry, fmt, "real")))
+    a = _matrix_or_named_error(_example(_mm_text(m, symmetry, fmt, "real")))
     assert a is not None and np.array_equal(a.toarray(), m)
 
 
@@ -239,7 +233,7 @@ def test_matrix_market_scipy_crashes_are_refused_or_read() -> None:
     array = "%%MatrixMarket matrix array real general\n"
     coordinate = "%%MatrixMarket matrix coordinate real general\n"
     for text in (array + "2 2\n1\n2 \x00\n3\n4\n", coordinate + "2 2 1\n1 2 3 \x00\n"):
-        path = _write(text)
+        path = _example(text)
         try:
             read_affinity_matrix(path)
         except InputError as exc:
@@ -248,6 +242,6 @@ def test_matrix_market_scipy_crashes_are_refused_or_read() -> None:
             raise AssertionError("a NUL byte was read")
     for text in (array + "2 2\n1\n2\n3\n4 ", array + "2 2\n1\n2\n3\n4x",
                  coordinate + "2 2 2\n1 1 2\n2 2 3 ", array + "2 2\n1\n2\n3\n4\r"):  # fmt: skip
-        a = read_affinity_matrix(_write(text))
+        a = read_affinity_matrix(_example(text))
         assert a.shape == (2, 2) and a.sum() in (10.0, 5.0)
-    assert _matrix_or_named_error(_write(array + "2 2\n1 ")) is None  # truncated: refused
+    assert _matrix_or_named_error(_example(array + "2 2\n1 ")) is None  # truncated: refused

@@ -9,7 +9,6 @@ valid files read back exactly what was written. The importer also gets any ``--p
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +19,11 @@ from grapeshot.model.errors import InputError
 from grapeshot.model.placement import Placement, load_placement, save_placement
 from grapeshot.model.trace_csv import import_trace, read_halo
 from grapeshot.model.workload import Workload
-from tests.fuzz import fuzz
+from tests.fuzz import example_file, fuzz
 
 #: Every reader goes through a temporary file: a share of the cases each.
 SETTINGS = fuzz(0.2)
 
-_DIR = tempfile.mkdtemp(prefix="grapeshot-fuzz-user-")
 
 #: Text a CSV or a one-a-line file is made of, and then some.
 CSVISH = st.text(
@@ -42,14 +40,6 @@ BAD_FIELDS = st.one_of(
 )  # fmt: skip
 
 
-def _write(data: bytes | str, suffix: str) -> Path:
-    # One file per example (hypothesis reuses a test's fixtures across examples).
-    handle = tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False, dir=_DIR)
-    with handle:
-        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-    return Path(handle.name)
-
-
 def _placement_or_named_error(path: Path) -> Placement | None:
     try:
         placement = load_placement(path)
@@ -64,7 +54,7 @@ def _placement_or_named_error(path: Path) -> Placement | None:
 @SETTINGS
 @given(st.binary(max_size=300), st.sampled_from([".part", ".csv", ".npy", ".txt", ".json"]))
 def test_placement_any_bytes(data: bytes, suffix: str) -> None:
-    _placement_or_named_error(_write(data, suffix))
+    _placement_or_named_error(example_file(data, suffix))
 
 
 @SETTINGS
@@ -72,8 +62,8 @@ def test_placement_any_bytes(data: bytes, suffix: str) -> None:
     CSVISH, st.sampled_from(["", "partition,node\n", "partition,node,core\n", "node,partition\n"])
 )
 def test_placement_csvish_text(text: str, header: str) -> None:
-    _placement_or_named_error(_write(header + text, ".csv"))
-    _placement_or_named_error(_write(text, ".part"))
+    _placement_or_named_error(example_file(header + text, ".csv"))
+    _placement_or_named_error(example_file(text, ".part"))
 
 
 NODE_ARRAYS = st.lists(st.integers(0, 40), min_size=1, max_size=60).map(np.array)
@@ -84,7 +74,7 @@ NODE_ARRAYS = st.lists(st.integers(0, 40), min_size=1, max_size=60).map(np.array
 def test_placement_round_trip(nodes: np.ndarray, fmt: str, cores: bool) -> None:
     core_of = (nodes * 7) % 5 if cores else None
     placement = Placement(nodes, nodes=int(nodes.max()) + 1, strategy="x", core_of=core_of)
-    path = _write(b"", ".out")  # another extension: the reader recognises the bytes
+    path = example_file(b"", ".out")  # another extension: the reader recognises the bytes
     save_placement(path, placement, fmt)
     back = load_placement(path)
     assert np.array_equal(back.node_of, nodes) and back.nodes == placement.nodes
@@ -96,7 +86,7 @@ def test_placement_round_trip(nodes: np.ndarray, fmt: str, cores: bool) -> None:
 @SETTINGS
 @given(NODE_ARRAYS, st.sampled_from(["part", "csv"]), st.data())
 def test_placement_one_bad_field(nodes: np.ndarray, fmt: str, data: st.DataObject) -> None:
-    path = _write(b"", f".{fmt}")
+    path = example_file(b"", f".{fmt}")
     save_placement(path, Placement(nodes, nodes=int(nodes.max()) + 1, strategy="x"), fmt)
     lines = path.read_text().splitlines()
     i = data.draw(st.integers(0, len(lines) - 1))
@@ -111,7 +101,7 @@ def test_placement_one_bad_field(nodes: np.ndarray, fmt: str, data: st.DataObjec
 @SETTINGS
 @given(NODE_ARRAYS, st.integers(0, 200), st.binary(min_size=1, max_size=4))
 def test_placement_npy_damaged_bytes(nodes: np.ndarray, at: int, junk: bytes) -> None:
-    path = _write(b"", ".npy")
+    path = example_file(b"", ".npy")
     save_placement(path, Placement(nodes, nodes=int(nodes.max()) + 1, strategy="x"), "npy")
     whole = path.read_bytes()
     at = min(at, len(whole))
@@ -137,14 +127,14 @@ def _workload_or_named_error(costs: Path, shape: tuple[int, ...], halo: Path | N
 @SETTINGS
 @given(st.binary(max_size=300), GRIDS)
 def test_trace_any_bytes(data: bytes, shape: tuple[int, ...]) -> None:
-    _workload_or_named_error(_write(data, ".csv"), shape, None)
+    _workload_or_named_error(example_file(data, ".csv"), shape, None)
 
 
 @SETTINGS
 @given(CSVISH, CSVISH, GRIDS)
 def test_trace_csvish_text(costs: str, halo: str, shape: tuple[int, ...]) -> None:
-    cost_path = _write("step,partition,seconds\n" + costs, ".csv")
-    _workload_or_named_error(cost_path, shape, _write("src,dst,bytes\n" + halo, ".csv"))
+    cost_path = example_file("step,partition,seconds\n" + costs, ".csv")
+    _workload_or_named_error(cost_path, shape, example_file("src,dst,bytes\n" + halo, ".csv"))
 
 
 @st.composite
@@ -167,10 +157,10 @@ def test_trace_round_trip(trace, random) -> None:
     steps, parts = cost.shape
     rows = [f"{s},{p},{float(cost[s, p])!r}" for s in range(steps) for p in range(parts)]
     random.shuffle(rows)
-    cost_path = _write("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
+    cost_path = example_file("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
     halo_rows = [f"{s},{d},{b}" for (s, d), b in halo.items()]
     random.shuffle(halo_rows)
-    halo_path = _write("src,dst,bytes\n" + "\n".join(halo_rows) + "\n", ".csv")
+    halo_path = example_file("src,dst,bytes\n" + "\n".join(halo_rows) + "\n", ".csv")
     workload = import_trace(cost_path, shape, halo=halo_path)
     assert np.array_equal(workload.cost, cost)
     graph = read_halo(halo_path, shape)
@@ -191,9 +181,11 @@ def test_trace_one_bad_field(trace, data: st.DataObject) -> None:
     row = data.draw(st.integers(0, len(target) - 1))
     col = data.draw(st.integers(0, 2))
     target[row][col] = data.draw(BAD_FIELDS)
-    cost_path = _write("step,partition,seconds\n" + "\n".join(map(",".join, rows)) + "\n", ".csv")
+    cost_path = example_file(
+        "step,partition,seconds\n" + "\n".join(map(",".join, rows)) + "\n", ".csv"
+    )
     text = "src,dst,bytes\n" + "\n".join(map(",".join, halo_rows)) + "\n"
-    halo_path = _write(text, ".csv")
+    halo_path = example_file(text, ".csv")
     _workload_or_named_error(cost_path, shape, halo_path)
 
 
@@ -208,8 +200,10 @@ def test_trace_fuzz_grid_and_cells(parts: list[int], cells: list[int] | None, ha
     options or the file (rows a grid of that size lacks), never an allocation by its size."""
     n = math.prod(parts) if parts and min(parts) > 0 else 1
     rows = [f"0,{p},1.5" for p in range(min(n, 8))]  # all of a small grid's partitions
-    cost_path = _write("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
-    halo_path = _write("src,dst,bytes\n" + ("0,1,8\n" if n > 1 else ""), ".csv") if halo else None
+    cost_path = example_file("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
+    halo_path = (
+        example_file("src,dst,bytes\n" + ("0,1,8\n" if n > 1 else ""), ".csv") if halo else None
+    )
     try:
         grid = None if cells is None else tuple(cells)
         workload = import_trace(cost_path, tuple(parts), cells=grid, halo=halo_path)
@@ -225,5 +219,5 @@ def test_trace_fuzz_grid_and_cells(parts: list[int], cells: list[int] | None, ha
 def test_trace_fuzz_halo_any_bytes(data: bytes, shape: tuple[int, ...]) -> None:
     n = math.prod(shape)
     rows = [f"0,{p},1" for p in range(n)]
-    cost_path = _write("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
-    _workload_or_named_error(cost_path, shape, _write(data, ".csv"))
+    cost_path = example_file("step,partition,seconds\n" + "\n".join(rows) + "\n", ".csv")
+    _workload_or_named_error(cost_path, shape, example_file(data, ".csv"))
