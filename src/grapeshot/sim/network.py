@@ -382,8 +382,9 @@ def _transmit(
     """Move one message from node ``src`` to node ``dst``; return its delivery time.
 
     Updates the NIC and link free times in place (see the module docstring for the model).
-    The event loop carries a copy of these statements, written out for speed; tests check
-    that the two agree.
+    The event kernel's :func:`grapeshot.sim.transfer.transmit` carries a copy of these
+    statements on its :class:`~grapeshot.sim.kernel_state.Net` record; tests check that the
+    two agree.
     """
     kind = net_i[I_KIND]
     nodes = net_i[I_NODES]
