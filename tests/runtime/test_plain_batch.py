@@ -15,9 +15,9 @@ from numba import njit
 
 from grapeshot.model.program import Box, Context, Exchange, Phase, Program, Reduction
 from grapeshot.model.task_halos import no_halos
-from grapeshot.runtime.executor import _batch_of
 from grapeshot.runtime.halo_plan import Arena
 from grapeshot.runtime.plain_batch import cache_dir, iparams_table, is_compiled
+from grapeshot.runtime.rank_plan import _batch_of
 from grapeshot.runtime.serial import exchange_all, run_serial
 from tests.mpi_harness import ROOT
 

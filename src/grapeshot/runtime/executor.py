@@ -72,20 +72,19 @@ from grapeshot.runtime.halos import Halos
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.messages import Messenger
 from grapeshot.runtime.migration import Migrator
-from grapeshot.runtime.rank_plan import RankPlan, _batch_of
+from grapeshot.runtime.rank_plan import RankPlan
 from grapeshot.runtime.reductions import Reducer
 from grapeshot.runtime.results import RankResult, Tally, WorkLog
 from grapeshot.runtime.tasks import PartSlots, PhaseTasks
 from grapeshot.runtime.timeline import RunClock, TaskRecord
 from grapeshot.runtime.warmup import warm_up
-from grapeshot.runtime.watch import Watch, abort_run
+from grapeshot.runtime.watch import Watch
 from grapeshot.runtime.wire import HEADER
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-#: Kept importable from here, where they were first defined.
-__all__ = ["RankResult", "RankRunner", "TaskRecord", "_batch_of", "abort_run", "run_tasks"]
+__all__ = ["RankRunner", "run_tasks"]
 
 
 def run_tasks(
