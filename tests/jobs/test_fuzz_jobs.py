@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grapeshot.jobs.partitions import partition_counts, partition_names, select_partitions
 from grapeshot.jobs.sacct import read_sacct
 from grapeshot.jobs.swf import SwfRead, format_swf, read_swf
 from grapeshot.jobs.trace import FLOAT_FIELDS, SWF_FIELDS, make_trace
@@ -50,9 +51,16 @@ def _clean(read: SwfRead, path: Path) -> None:
         assert np.all(np.isfinite(column)), name
     t = read.trace
     assert (np.diff(t.submit) >= 0).all()
-    for name in ("submit", "wait", "run", "procs", "req_time", "req_mem"):
+    for name in ("submit", "wait", "run", "procs", "req_time", "req_mem", "partition"):
         values = t.columns[name]
         assert ((values == -1) | (values >= 0)).all(), (name, values)
+    # Partitions: every job counted once; choosing every recorded one keeps exactly those jobs.
+    counts = partition_counts(t)
+    assert sum(c.jobs for c in counts) == (len(t) if counts else 0)
+    numbers = [str(c.number) for c in counts if c.number is not None]
+    if numbers:
+        kept, step = select_partitions(t, numbers, path.name)
+        assert len(kept) == step.remaining == int((t.partition >= 0).sum())
 
 
 # --- SWF ----------------------------------------------------------------------------------
@@ -146,7 +154,11 @@ def test_swf_fuzz_round_trip(cols: dict[str, np.ndarray]) -> None:
 
 # --- sacct --------------------------------------------------------------------------------
 
-SACCT_HEADER = "JobID|User|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqMem|State"
+SACCT_HEADER = "JobID|User|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqMem|State|Partition"
+#: Partition cells and the partition each means: Slurm writes ``a,b`` for a pending job
+#: submitted to several (the first counts); an empty cell records none.
+PARTITIONS = {"batch": "batch", "gpu": "gpu", "debug,batch": "debug", ",gpu": "gpu",
+              "": None, "long-queue_2": "long-queue_2", "7": "7"}  # fmt: skip
 EPOCH = datetime(2024, 1, 1)
 
 
@@ -175,6 +187,7 @@ def sacct_jobs(draw: st.DrawFn) -> list[dict]:
         per = draw(st.sampled_from("cn"))
         kb = mem * {"": 1024.0, "K": 1.0, "M": 1024.0, "G": 1024.0**2, "T": 1024.0**3}[unit]
         start = submit + timedelta(seconds=wait)
+        partition = draw(st.sampled_from(sorted(PARTITIONS)))
         row = [
             str(1000 + i) + draw(st.sampled_from(["", "_3", "+0"])),
             draw(st.sampled_from(["ana", "ben", "", "c d"])),
@@ -186,17 +199,19 @@ def sacct_jobs(draw: st.DrawFn) -> list[dict]:
             str(ncpus),
             f"{mem}{unit}{per}",
             draw(st.sampled_from(["COMPLETED", "FAILED", "PENDING", "CANCELLED by 5"])),
+            partition,
         ]
         jobs.append(
             {
                 "row": "|".join(row),
-                "step": f"{1000 + i}.batch||{submit.isoformat()}|||00:01||1||COMPLETED",
+                "step": f"{1000 + i}.batch||{submit.isoformat()}|||00:01||1||COMPLETED|x",
                 "submit": submit.timestamp(),
                 "wait": float(wait) if started else -1.0,
                 "run": float(elapsed) if started else -1.0,
                 "req_time": float(limit) if limit else -1.0,
                 "procs": ncpus,
                 "req_mem": kb if per == "c" else kb / ncpus,
+                "partition": PARTITIONS[partition],
             }
         )
     return jobs
@@ -217,6 +232,18 @@ def test_sacct_fuzz_round_trip(jobs: list[dict], steps: bool) -> None:
         assert t.submit[k] == j["submit"] - t0
         assert (t.wait[k], t.run[k], t.req_time[k]) == (j["wait"], j["run"], j["req_time"])
         assert t.procs[k] == j["procs"] and math.isclose(t.req_mem[k], j["req_mem"])
+    # Partitions numbered 1, 2, ... in the order they first appear in the file (steps skipped).
+    first: dict[str, int] = {}
+    for j in jobs:
+        if j["partition"] is not None:
+            first.setdefault(j["partition"], len(first) + 1)
+    assert partition_names(t) == {k: name for name, k in first.items()}
+    for k, i in enumerate(order):
+        assert t.partition[k] == first.get(jobs[i]["partition"], -1)
+    # ... and the SWF it is written as says the same.
+    back = read_swf(example_file(format_swf(t), ".swf"), strict=True).trace
+    assert np.array_equal(back.partition, t.partition)
+    assert partition_names(back) == partition_names(t)
 
 
 def _sacct_or_named_error(path: Path) -> None:
@@ -227,6 +254,8 @@ def _sacct_or_named_error(path: Path) -> None:
             assert str(exc).startswith(path.name), str(exc)
             continue
         _clean(read, path)
+        t = read.trace  # the header names exactly the partitions of the jobs read
+        assert set(partition_names(t)) == set(t.partition[t.partition > 0].tolist())
 
 
 @SETTINGS

@@ -66,6 +66,16 @@ def test_the_summary_recomputes_exactly_from_the_csv(capsys, tmp_path: Path) -> 
         assert summary["killed"] == int(j["killed"][m].sum())
         assert summary["prediction_mae_min"] == np.mean(np.abs(j["predicted"] - j["run"])[m]) / 60
         assert summary["corrections"] == np.mean(j["corrections"][m])
+        assert summary["noop_corrections"] == int(j["noop_corrections"][m].sum())
+        # A correction that changed nothing fired on a job that ended within its walltime.
+        assert np.all(j["noop_corrections"] <= j["corrections"])
+    # gap_closed: against the user-estimate and clairvoyant rows the file also holds.
+    by_name = {s["policy"]: s for s in doc["policies"]}
+    ue, cv = by_name["user-estimate"]["avg_bsld"], by_name["clairvoyant"]["avg_bsld"]
+    assert (doc["gap"]["user_estimate_bsld"], doc["gap"]["clairvoyant_bsld"]) == (ue, cv)
+    for summary in doc["policies"]:
+        closed = (ue - summary["avg_bsld"]) / (ue - cv) if ue > cv else None
+        assert summary["gap_closed"] == closed
     # The file says something: kills under the user's requests, corrections under easy++.
     assert jobs["user-estimate"]["killed"].sum() > 0
     assert jobs["easy++-simple"]["corrections"].sum() > 0

@@ -122,34 +122,54 @@ def load_user_app(app: str) -> UserApp:
         Naming the file (or module) and the factory, for everything that stops the load.
     """
     spec = installed_apps().get(app, app)
-    target, sep, factory_name = spec.rpartition(":")
-    if not sep or not target or not factory_name.isidentifier():
-        raise InputError(
-            "--app",
-            f"got {app!r}",
-            "FILE.py:FACTORY or package.module:FACTORY (a factory returning a Program)",
-        )
+    factory, target = load_object(
+        spec,
+        option="--app",
+        expected="FILE.py:FACTORY or package.module:FACTORY (a factory returning a Program)",
+        kind=inspect.isfunction,
+        wanted="a function {name}(parts=, cells=, seed=) returning a Program",
+    )
+    return UserApp(spec, factory, Path(target).stem if target.endswith(".py") else target)
+
+
+def load_object(
+    spec: str, *, option: str, expected: str, kind: Any, wanted: str
+) -> tuple[Any, str]:
+    """The callable ``spec`` names (``FILE.py:NAME`` or ``package.module:NAME``) and the file
+    or module part of ``spec``.
+
+    ``option`` and ``expected`` word the refusal of a malformed spec; ``kind`` (e.g.
+    ``inspect.isclass``) picks the names listed when ``NAME`` is missing, and ``wanted``
+    (with ``{name}``) says what ``NAME`` should be.
+
+    Raises
+    ------
+    InputError
+        Naming the file (or module) and the name, for everything that stops the load.
+    """
+    target, sep, name = spec.rpartition(":")
+    if not sep or not target or not name.isidentifier():
+        raise InputError(option, f"got {spec!r}", expected)
     if target.endswith(".py") or "/" in target or "\\" in target:
         module = _import_file(Path(target), spec)
     else:
         module = _import_module(target, spec)
-    factory = getattr(module, factory_name, None)
-    if factory is None or not callable(factory):
-        defined = sorted(
-            n for n, v in vars(module).items() if inspect.isfunction(v) and not n.startswith("_")
-        )
+    found = getattr(module, name, None)
+    if found is None or not callable(found):
+        defined = sorted(n for n, v in vars(module).items() if kind(v) and not n.startswith("_"))
         raise InputError(
             spec,
-            f"{target} has no {'callable ' if factory is not None else ''}{factory_name}",
-            f"a function {factory_name}(parts=, cells=, seed=) returning a Program"
-            + (f"; it defines {', '.join(defined)}" if defined else ""),
+            f"{target} has no {'callable ' if found is not None else ''}{name}",
+            wanted.format(name=name) + (f"; it defines {', '.join(defined)}" if defined else ""),
         )
-    return UserApp(spec, factory, Path(target).stem if target.endswith(".py") else target)
+    return found, target
 
 
 def _import_file(path: Path, spec: str) -> Any:
     if not path.is_file():
-        raise InputError(spec, f"no file {path}", "a Python file defining the factory")
+        raise InputError(
+            spec, f"no file {path}", f"a Python file defining {spec.rpartition(':')[2]}"
+        )
     resolved = path.resolve()
     name = _module_name(resolved)
     if name in sys.modules:

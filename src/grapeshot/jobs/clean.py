@@ -20,6 +20,9 @@ report can say "drop-long: 12 jobs" for each. The steps, in order:
     the Parallel Workloads Archive's cleaned logs do the same).
 ``warm-up``
     The first 1 % of jobs stay in the simulation but are excluded from the metrics.
+
+One more step runs before them when asked (``jobs simulate --partition``):
+``drop-other-partitions``, :func:`grapeshot.jobs.partitions.select_partitions`.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ SUFFIXES = (".csv", ".swf")
 #: The CSV's columns, in order (seconds for times).
 CSV_COLUMNS = (
     "policy", "job_id", "user", "procs", "submit", "start", "end", "run",
-    "predicted", "walltime", "corrections", "killed", "in_metrics",
+    "predicted", "walltime", "corrections", "noop_corrections", "killed", "in_metrics",
 )  # fmt: skip
 
 
@@ -67,7 +67,8 @@ def jobs_csv(trace: JobTrace, schedules: Sequence[Schedule], in_metrics: np.ndar
         rows = zip(
             [s.policy] * len(ids), ids, users, s.procs.tolist(), s.submit.tolist(),
             s.start.tolist(), s.end.tolist(), s.run.tolist(), s.prediction.tolist(),
-            s.walltime.tolist(), s.corrections.tolist(), s.killed.astype(np.int8).tolist(),
+            s.walltime.tolist(), s.corrections.tolist(), s.noop_corrections.tolist(),
+            s.killed.astype(np.int8).tolist(),
             metric, strict=True,
         )  # fmt: skip
         writer.writerows(rows)

@@ -35,6 +35,13 @@ class PolicyMetrics:
         Mean |prediction at submission − actual run time|, minutes.
     corrections
         Mean number of walltime corrections per job.
+    noop_corrections
+        Corrections that changed nothing (counted jobs): fired within 60 s of a walltime the
+        job then ended within — every job predicted at ≤ 60 s that ends in time gets one at
+        its start (algorithm 2); included in ``corrections``.
+    gap_closed
+        Share of the user-estimate → clairvoyant cut in ``avg_bsld`` this policy takes
+        (:func:`gap_closed`), or None when perfect walltimes do not beat the requests.
     """
 
     policy: str
@@ -45,6 +52,8 @@ class PolicyMetrics:
     killed: int
     prediction_mae_min: float
     corrections: float
+    noop_corrections: int = 0
+    gap_closed: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -82,7 +91,21 @@ def policy_metrics(
         killed=int(schedule.killed[mask].sum()),
         prediction_mae_min=mean(mae) / 60.0,
         corrections=mean(schedule.corrections[mask].astype(np.float64)),
+        noop_corrections=int(schedule.noop_corrections[mask].sum()),
     )
+
+
+def gap_closed(user_estimate: float, clairvoyant: float, value: float) -> float | None:
+    """Share of the cut from ``user_estimate`` to ``clairvoyant`` that ``value`` takes.
+
+    All three are average bounded slowdowns of one workload: the users' requests, perfect
+    walltimes (each job's run time) and a policy. 1 is as good as perfect walltimes, 0 no
+    better than the requests, below 0 worse; above 1 is possible (EASY is not monotone in
+    accuracy: a wrong walltime can backfill better). None if the clairvoyant schedule is not
+    better than the requests: there is no gap to close.
+    """
+    gap = user_estimate - clairvoyant
+    return (user_estimate - value) / gap if gap > 0 else None
 
 
 def reduction(baseline: float, value: float) -> float:

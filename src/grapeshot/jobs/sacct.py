@@ -6,9 +6,18 @@ Export with, for example::
           --format=JobID,User,Submit,Start,End,Elapsed,Timelimit,NCPUS,ReqMem,State
 
 Required columns: ``JobID``, ``Submit``, ``Elapsed``, ``Timelimit`` and ``NCPUS`` (or
-``AllocCPUS``); ``User``, ``Start``, ``ReqMem`` and ``State`` are used when present. Job steps
-(``123.batch``, ``123.0``) are skipped; jobs that never started (``Start`` = ``Unknown`` or
-``None``) are skipped as unrunnable. Bad rows are reported by line and column like SWF's.
+``AllocCPUS``); ``User``, ``Start``, ``ReqMem``, ``State`` and ``Partition`` are used when
+present. Job steps (``123.batch``, ``123.0``) are skipped; jobs that never started (``Start`` =
+``Unknown`` or ``None``) are skipped as unrunnable. Bad rows are reported by line and column
+like SWF's.
+
+``Partition`` becomes SWF field 16 (``partition``), numbered 1, 2, … in the order the
+partitions first appear in the file (among the rows read); an empty cell is -1 (none
+recorded). A pending job submitted to several partitions is written ``a,b`` by Slurm: it is
+counted in the first, ``a``. The names go into the trace header as SWF's header comments do,
+``MaxPartitions: 2`` and one ``Partition: 1 batch`` line each (joined with newlines in
+:attr:`~grapeshot.jobs.trace.JobTrace.header`; :func:`grapeshot.jobs.partitions.partition_names`
+reads the number → name mapping back, from a sacct export or an SWF log alike).
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ _DURATION = re.compile(
 )
 _MEM = re.compile(r"^([0-9]{1,15}(?:\.[0-9]{1,9})?)([KMGT]?)([nc]?)$")
 _COUNT = re.compile(r"^[0-9]{1,18}$")
+#: A partition name: printable, no spaces (it is written as ``; Partition: 1 name``).
+_PARTITION = re.compile(r"^[^\s,|]{1,200}$")
 _UNIT_KB = {"": 1024.0, "K": 1.0, "M": 1024.0, "G": 1024.0**2, "T": 1024.0**3}
 _STATUS = {"COMPLETED": 1, "FAILED": 0, "CANCELLED": 5, "TIMEOUT": 0, "OUT_OF_MEMORY": 0}
 
@@ -86,6 +97,7 @@ def parse_sacct_text(text: str, source: str = "<sacct>", *, strict: bool = False
         )  # fmt: skip
     rows: list[tuple[float, ...]] = []
     users: dict[str, int] = {}
+    partitions: dict[str, int] = {}
     bad: list[InputError] = []
     seen = 0
     for number, raw in enumerate(lines[first + 1 :], start=first + 2):
@@ -125,16 +137,22 @@ def parse_sacct_text(text: str, source: str = "<sacct>", *, strict: bool = False
             limit = parse_duration(cell("Timelimit"), f"{where} column Timelimit")
             mem = parse_mem_kb(cell("ReqMem"), ncpus, f"{where} column ReqMem")
             state = cell("State").split(" ")[0]
+            # "a,b": a pending job submitted to several partitions, counted in the first.
+            part = next((x.strip() for x in cell("Partition").split(",") if x.strip()), "")
+            if part and (not _PARTITION.fullmatch(part) or not part.isprintable()):
+                raise InputError(f"{where} column Partition", f"got {part[:40]!r}",
+                                 "a partition name without spaces")  # fmt: skip
             user = users.setdefault(cell("User") or "?", len(users) + 1)
+            part_no = partitions.setdefault(part, len(partitions) + 1) if part else -1
             run = elapsed if not np.isnan(start) else -1.0
             wait = start - submit if not np.isnan(start) else -1.0
             rows.append((float(base), submit, wait, run, float(ncpus), limit, mem,
-                         float(_STATUS.get(state, -1)), float(user)))  # fmt: skip
+                         float(_STATUS.get(state, -1)), float(user), float(part_no)))  # fmt: skip
         except InputError as exc:
             if strict:
                 raise
             bad.append(exc)
-    table = np.array(rows, dtype=np.float64).reshape(len(rows), 9)
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), 10)
     cols = empty_columns(len(rows))
     t0 = table[:, 1].min() if len(rows) else 0.0
     cols["job_id"] = table[:, 0].astype(np.int64)
@@ -147,7 +165,12 @@ def parse_sacct_text(text: str, source: str = "<sacct>", *, strict: bool = False
     cols["req_mem"] = table[:, 6]
     cols["status"] = table[:, 7].astype(np.int64)
     cols["user"] = table[:, 8].astype(np.int64)
-    trace = JobTrace(cols, {"Note": "from sacct --parsable2"}, source)
+    cols["partition"] = table[:, 9].astype(np.int64)
+    header = {"Note": "from sacct --parsable2"}
+    if partitions:
+        header["MaxPartitions"] = str(len(partitions))
+        header["Partition"] = "\n".join(f"{k} {name}" for name, k in partitions.items())
+    trace = JobTrace(cols, header, source)
     return SwfRead(trace.take(np.argsort(trace.submit, kind="stable")), tuple(bad), seen)
 
 

@@ -33,8 +33,9 @@ from numba import njit
 
 BACKFILL: dict[str, int] = {"fcfs": 0, "easy": 1, "sjbf": 2, "conservative": 3}
 END, CORRECT = 0, 1
-PRED_GIVEN, PRED_AVE2 = 0, 1
+PRED_GIVEN, PRED_AVE2, PRED_ASK = 0, 1, 2
 MIN_PREDICTION_S = 1.0
+NO_CORRECTION = -1.0
 
 # Integer state slots.
 S_NEXT, S_QN, S_RN, S_FREE, S_HN, S_DONE = 0, 1, 2, 3, 4, 5
@@ -91,16 +92,22 @@ def _pop(ht, hk, hj, n):
 
 
 @njit(cache=True)
-def _can_correct(w: float, run: float, limit: float, ninc: int, lead: float) -> bool:
-    """A correction fires if the job is still running ``lead`` s before walltime ``w``."""
-    return ninc > 0 and w < limit and run > w - lead
+def _corrected(j, w, c, run, limit, incr, lead, cptr, cwall):
+    """Job ``j``'s walltime after its next correction, or ``NO_CORRECTION`` if none fires.
 
-
-@njit(cache=True)
-def _grow(w: float, i: int, limit: float, incr: np.ndarray) -> float:
-    k = i if i < len(incr) else len(incr) - 1
-    w = w + incr[k]
-    return limit if w > limit else w
+    With a table of increments (``incr``; ``cptr`` empty) a correction fires while the job is
+    still running ``lead`` s before its walltime ``w`` and ``w`` is below the hard limit; the
+    ``c``-th adds ``incr[min(c, len - 1)]``, capped at the limit. With per-job chains (a
+    plug-in policy's corrections, computed when the job was predicted) the ``c``-th correction
+    of job ``j`` sets ``cwall[cptr[j] + c]``, if the chain is that long.
+    """
+    if len(cptr):
+        k = cptr[j] + c
+        return cwall[k] if k < cptr[j + 1] else NO_CORRECTION
+    if len(incr) == 0 or w >= limit[j] or run[j] <= w - lead:
+        return NO_CORRECTION
+    w = w + incr[c if c < len(incr) else len(incr) - 1]
+    return limit[j] if w > limit[j] else w
 
 
 @njit(cache=True)
@@ -111,11 +118,14 @@ def _start(
     size,
     limit,
     incr,
+    cptr,
+    cwall,
     lead,
     wtr,
     start,
     end,
     ncorr,
+    noop,
     killed,
     running,
     pos,
@@ -125,20 +135,27 @@ def _start(
     hj,
 ):
     """Start job ``j`` at ``t``: fire due corrections, schedule its end and next correction."""
-    ninc = len(incr)
     start[j] = t
     w = wtr[j]
     c = ncorr[j]
-    while _can_correct(w, run[j], limit[j], ninc, lead) and t + (w - lead) <= t:
-        w = _grow(w, c, limit[j], incr)
+    while True:  # corrections due at the start (a walltime within ``lead`` s of 0)
+        nw = _corrected(j, w, c, run, limit, incr, lead, cptr, cwall)
+        if nw == NO_CORRECTION or t + (w - lead) > t:
+            break
+        if run[j] <= w:  # it would have ended within the walltime it had
+            noop[j] += 1
+        w = nw
         c += 1
     wtr[j] = w
     ncorr[j] = c
     # Where the corrections will stop: the job's final walltime decides whether it is killed.
     wf = w
     cf = c
-    while _can_correct(wf, run[j], limit[j], ninc, lead):
-        wf = _grow(wf, cf, limit[j], incr)
+    while True:
+        nw = _corrected(j, wf, cf, run, limit, incr, lead, cptr, cwall)
+        if nw == NO_CORRECTION:
+            break
+        wf = nw
         cf += 1
     if run[j] > wf:
         killed[j] = 1
@@ -146,7 +163,7 @@ def _start(
     else:
         end[j] = t + run[j]
     ist[S_HN] = _push(ht, hk, hj, ist[S_HN], end[j], END, j)
-    if _can_correct(w, run[j], limit[j], ninc, lead):
+    if _corrected(j, w, c, run, limit, incr, lead, cptr, cwall) != NO_CORRECTION:
         ist[S_HN] = _push(ht, hk, hj, ist[S_HN], t + (w - lead), CORRECT, j)
     ist[S_FREE] -= size[j]
     pos[j] = ist[S_RN]
@@ -184,11 +201,14 @@ def _conservative(
     size,
     limit,
     incr,
+    cptr,
+    cwall,
     lead,
     wtr,
     start,
     end,
     ncorr,
+    noop,
     killed,
     running,
     pos,
@@ -260,11 +280,14 @@ def _conservative(
                 size,
                 limit,
                 incr,
+                cptr,
+                cwall,
                 lead,
                 wtr,
                 start,
                 end,
                 ncorr,
+                noop,
                 killed,
                 running,
                 pos,
@@ -283,11 +306,14 @@ def _schedule(
     size,
     limit,
     incr,
+    cptr,
+    cwall,
     lead,
     wtr,
     start,
     end,
     ncorr,
+    noop,
     killed,
     running,
     pos,
@@ -307,11 +333,14 @@ def _schedule(
             size,
             limit,
             incr,
+            cptr,
+            cwall,
             lead,
             wtr,
             start,
             end,
             ncorr,
+            noop,
             killed,
             running,
             pos,
@@ -331,11 +360,14 @@ def _schedule(
                 size,
                 limit,
                 incr,
+                cptr,
+                cwall,
                 lead,
                 wtr,
                 start,
                 end,
                 ncorr,
+                noop,
                 killed,
                 running,
                 pos,
@@ -373,11 +405,14 @@ def _schedule(
                         size,
                         limit,
                         incr,
+                        cptr,
+                        cwall,
                         lead,
                         wtr,
                         start,
                         end,
                         ncorr,
+                        noop,
                         killed,
                         running,
                         pos,
@@ -406,6 +441,8 @@ def run_kernel(
     req,
     user,
     incr,
+    cptr,
+    cwall,
     lead,
     pred_mode,
     backfill,
@@ -422,8 +459,11 @@ def run_kernel(
     wtr,
     wtr0,
     ncorr,
+    noop,
     killed,
     fin,
+    dord,
+    pver,
     ulast1,
     ulast2,
     ucount,
@@ -434,7 +474,10 @@ def run_kernel(
     All arrays are per job (sorted by submit) or per user; ``ist``/``fst`` hold the integer and
     float scalars (see the ``S_*`` slots) so the state survives between calls. With
     ``stop_after > 0`` the call returns (False) after the scheduling pass in which the
-    ``stop_after``-th completion of this call happened.
+    ``stop_after``-th completion of this call happened. With ``pred_mode == PRED_ASK`` it
+    also returns (False) at the arrival of a job whose prediction was not made on the jobs
+    completed so far (``pver[j]``, the completions it saw, differs from the count now).
+    ``dord`` receives the jobs in the order they completed.
     """
     n = len(submit)
     done_at_call = ist[S_DONE]
@@ -462,19 +505,30 @@ def run_kernel(
                 ulast1[u] = end[j] - start[j]
                 ucount[u] += 1
                 fin[j] = 1
+                dord[ist[S_DONE]] = j
                 ist[S_DONE] += 1
             else:
                 w = wtr[j]
                 c = ncorr[j]
-                ninc = len(incr)
-                while _can_correct(w, run[j], limit[j], ninc, lead) and start[j] + (w - lead) <= t:
-                    w = _grow(w, c, limit[j], incr)
+                while True:
+                    nw = _corrected(j, w, c, run, limit, incr, lead, cptr, cwall)
+                    if nw == NO_CORRECTION or start[j] + (w - lead) > t:
+                        break
+                    if run[j] <= w:
+                        noop[j] += 1
+                    w = nw
                     c += 1
                 wtr[j] = w
                 ncorr[j] = c
-                if _can_correct(w, run[j], limit[j], ninc, lead):
+                if _corrected(j, w, c, run, limit, incr, lead, cptr, cwall) != NO_CORRECTION:
                     ist[S_HN] = _push(ht, hk, hj, ist[S_HN], start[j] + (w - lead), CORRECT, j)
         while na < n and submit[na] == t:
+            if pred_mode == PRED_ASK and pver[na] != ist[S_DONE]:
+                # The prediction of job ``na`` (if any) was made before the latest completion:
+                # return for one made on the jobs completed so far (this instant's ends are
+                # in; the arrivals and the scheduling pass of ``t`` resume on the next call).
+                ist[S_NEXT] = na
+                return False
             if pred_mode == PRED_AVE2:
                 u = user[na]
                 p = req[na]
@@ -499,11 +553,14 @@ def run_kernel(
             size,
             limit,
             incr,
+            cptr,
+            cwall,
             lead,
             wtr,
             start,
             end,
             ncorr,
+            noop,
             killed,
             running,
             pos,
@@ -565,8 +622,11 @@ class KernelState:
         self.wtr = np.zeros(n)
         self.wtr0 = np.zeros(n)
         self.ncorr = np.zeros(n, dtype=np.int64)
+        self.noop = np.zeros(n, dtype=np.int64)
         self.killed = np.zeros(n, dtype=np.int8)
         self.fin = np.zeros(n, dtype=np.int8)
+        self.done_order = np.zeros(n, dtype=np.int64)
+        self.pver = np.full(n, -1, dtype=np.int64)
         self.ulast1 = np.zeros(n_users)
         self.ulast2 = np.zeros(n_users)
         self.ucount = np.zeros(n_users, dtype=np.int64)
@@ -593,16 +653,39 @@ class KernelState:
         pred_mode: int,
         backfill: int,
         stop_after: int = 0,
+        chains: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> bool:
-        """Run the kernel until the end, or until ``stop_after`` more jobs have completed."""
-        return bool(
-            run_kernel(
-                self.submit, self.run, self.size, self.limit,
-                np.ascontiguousarray(pred0, dtype=np.float64), self.req, self.user,
-                np.ascontiguousarray(incr, dtype=np.float64), float(lead), int(pred_mode),
-                int(backfill), self.ist, self.fst, self.queue, self.running, self.pos,
-                self.ht, self.hk, self.hj, self.start, self.end, self.wtr, self.wtr0,
-                self.ncorr, self.killed, self.fin, self.ulast1, self.ulast2, self.ucount,
-                int(stop_after),
-            )
+        """Run the kernel until the end, or until ``stop_after`` more jobs have completed.
+
+        ``chains`` = ``(cptr, cwall)``: per-job correction chains (job ``j``'s successive
+        walltimes are ``cwall[cptr[j]:cptr[j + 1]]``), replacing the table ``incr``.
+        """
+        args = self.kernel_args(pred0, incr, lead, pred_mode, backfill, stop_after, chains)
+        return bool(run_kernel(*args))
+
+    def kernel_args(
+        self,
+        pred0: np.ndarray,
+        incr: np.ndarray,
+        lead: float,
+        pred_mode: int,
+        backfill: int,
+        stop_after: int = 0,
+        chains: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> tuple:
+        """The arguments of :func:`run_kernel` for :meth:`advance`; a caller that resumes the
+        kernel once per job (a plug-in policy) builds them once and calls ``run_kernel``."""
+        cptr, cwall = chains if chains is not None else (_NO_CHAIN, _NO_WALLS)
+        return (
+            self.submit, self.run, self.size, self.limit,
+            np.ascontiguousarray(pred0, dtype=np.float64), self.req, self.user,
+            np.ascontiguousarray(incr, dtype=np.float64), cptr, cwall, float(lead),
+            int(pred_mode), int(backfill), self.ist, self.fst, self.queue, self.running,
+            self.pos, self.ht, self.hk, self.hj, self.start, self.end, self.wtr, self.wtr0,
+            self.ncorr, self.noop, self.killed, self.fin, self.done_order, self.pver,
+            self.ulast1, self.ulast2, self.ucount, int(stop_after),
         )  # fmt: skip
+
+
+_NO_CHAIN = np.zeros(0, dtype=np.int64)
+_NO_WALLS = np.zeros(0)

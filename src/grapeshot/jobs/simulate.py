@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from grapeshot.jobs.predict import Predictor, make_predictor
 from grapeshot.jobs.scheduler import BACKFILL, MIN_PREDICTION_S, KernelState
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError, check_int
+
+if TYPE_CHECKING:
+    from grapeshot.jobs.plugin import PluginPolicy
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,10 @@ class Schedule:
         Walltime after the last correction, seconds.
     corrections
         Times each job's walltime was corrected.
+    noop_corrections
+        Of those, the corrections that changed nothing: fired while the job was within
+        60 s of a walltime it then ended within (a job predicted at ≤ 60 s is corrected
+        the moment it starts, algorithm 2; docs/jobs.md).
     killed
         True where the job reached a walltime that could no longer grow before finishing.
     """
@@ -82,6 +90,7 @@ class Schedule:
     walltime: np.ndarray
     corrections: np.ndarray
     killed: np.ndarray
+    noop_corrections: np.ndarray
 
     @property
     def wait(self) -> np.ndarray:
@@ -105,9 +114,10 @@ def check_fits(trace: JobTrace, machine: Machine) -> None:
 
 
 def kernel_inputs(
-    trace: JobTrace, policy: Policy, machine: Machine, max_walltime: float
+    trace: JobTrace, policy: Policy | PluginPolicy, machine: Machine, max_walltime: float
 ) -> tuple[KernelState, np.ndarray, np.ndarray]:
-    """The kernel state for ``trace`` under ``policy``, the hard limits and the user requests."""
+    """The kernel state for ``trace`` under ``policy`` (its ``kill`` rule), the hard limits and
+    the user requests."""
     check_fits(trace, machine)
     req = np.maximum(np.asarray(trace.req_time, dtype=np.float64), MIN_PREDICTION_S)
     if policy.kill == "request":
@@ -177,8 +187,15 @@ def simulate(
             new = pred_obj.refit_and_predict(trace, done, state.end[done] - state.start[done], todo)
             if new is not None:
                 pred[todo] = np.minimum(new, state.req[todo])
+    return schedule_of(state, trace, policy.name, backfill, machine)
+
+
+def schedule_of(
+    state: KernelState, trace: JobTrace, name: str, backfill: str, machine: Machine
+) -> Schedule:
+    """The :class:`Schedule` a finished kernel ``state`` holds for ``trace``."""
     return Schedule(
-        policy=policy.name,
+        policy=name,
         backfill=backfill,
         machine=machine,
         submit=np.asarray(trace.submit, dtype=np.float64),
@@ -190,4 +207,5 @@ def simulate(
         walltime=state.wtr,
         corrections=state.ncorr,
         killed=state.killed.astype(bool),
+        noop_corrections=state.noop,
     )

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from grapeshot.jobs.clean import Cleaned, clean
 from grapeshot.jobs.coare import apply_default_walltime
 from grapeshot.jobs.load import compress_arrivals, offered_load
-from grapeshot.jobs.metrics import LoggedRun, PolicyMetrics, logged_run, policy_metrics
-from grapeshot.jobs.policies import Policy
+from grapeshot.jobs.metrics import (
+    LoggedRun,
+    PolicyMetrics,
+    gap_closed,
+    logged_run,
+    policy_metrics,
+)
+from grapeshot.jobs.plugin import PluginPolicy, simulate_plugin
+from grapeshot.jobs.policies import Policy, get_policy
 from grapeshot.jobs.simulate import Machine, Schedule, simulate
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError
@@ -39,6 +46,10 @@ class Study:
         One entry per policy, in the order asked.
     schedules
         Every job's schedule under each policy (same order), over ``cleaned.trace``.
+    gap
+        ``(user-estimate, clairvoyant)`` average bounded slowdown: the cut any walltime
+        prediction could win, against which each policy's ``gap_closed`` is measured (both
+        simulated even when not asked for).
     """
 
     cleaned: Cleaned
@@ -48,6 +59,7 @@ class Study:
     offered_load: float = 0.0
     logged: LoggedRun | None = None
     schedules: tuple[Schedule, ...] = ()
+    gap: tuple[float, float] = (0.0, 0.0)
 
     def by_policy(self) -> dict[str, PolicyMetrics]:
         """Metrics keyed by policy name."""
@@ -56,7 +68,7 @@ class Study:
 
 def run_study(
     trace: JobTrace,
-    policies: Sequence[Policy],
+    policies: Sequence[Policy | PluginPolicy],
     machine: Machine,
     *,
     backfill: str = "easy",
@@ -74,7 +86,7 @@ def run_study(
     trace
         Jobs as read.
     policies
-        Policies to compare.
+        Policies to compare: built-in or plug-ins (:mod:`grapeshot.jobs.plugin`).
     machine
         CPUs (and nodes); wider jobs are dropped by cleaning.
     backfill
@@ -125,7 +137,30 @@ def run_study(
     for policy in policies:
         if on_policy is not None:
             on_policy(policy.name)
-        schedules.append(simulate(work, policy, machine, backfill=backfill, seed=seed))
-    results = tuple(policy_metrics(s, cleaned.in_metrics) for s in schedules)
+        schedules.append(_simulate(work, policy, machine, backfill, seed))
+    results = [policy_metrics(s, cleaned.in_metrics) for s in schedules]
+    by_name = {m.policy: m for m in results}
+    bsld = []
+    for ref in ("user-estimate", "clairvoyant"):
+        if ref not in by_name:
+            if on_policy is not None:
+                on_policy(f"{ref} (reference)")
+            by_name[ref] = policy_metrics(
+                _simulate(work, get_policy(ref), machine, backfill, seed), cleaned.in_metrics
+            )
+        bsld.append(by_name[ref].avg_bsld)
+    ue, cv = bsld
+    results = [replace(m, gap_closed=gap_closed(ue, cv, m.avg_bsld)) for m in results]
     load = offered_load(work, machine.cpus)
-    return Study(cleaned, defaulted, results, float(compress), load, logged, tuple(schedules))
+    return Study(
+        cleaned, defaulted, tuple(results), float(compress), load, logged, tuple(schedules),
+        (ue, cv),
+    )  # fmt: skip
+
+
+def _simulate(
+    trace: JobTrace, policy: Policy | PluginPolicy, machine: Machine, backfill: str, seed: int
+) -> Schedule:
+    if isinstance(policy, PluginPolicy):
+        return simulate_plugin(trace, policy, machine, backfill=backfill, seed=seed)
+    return simulate(trace, policy, machine, backfill=backfill, seed=seed)
