@@ -2,7 +2,8 @@
 
 Each ``benchmarks/bench_*.py`` runs in its own process from the repository root, its output
 shown as it comes and kept; ``bench_runtime.py`` runs under ``mpiexec -n 2`` (the venv's),
-``bench_micro_partitions.py`` starts its own. The file written (atomically: a temporary file,
+``bench_micro_partitions.py`` starts its own; the benchmarks in ``ARGS`` get those arguments
+(``--large``: the slow, exascale-size cases). The file written (atomically: a temporary file,
 then a rename) holds the date, the machine, the Python / numpy / numba / scipy / mpi4py
 versions and the commit, a table of every figure a benchmark reported through
 :func:`timing.figure` (ours, the baseline, what the baseline is, whether the two results
@@ -34,6 +35,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 #: Benchmarks that need ranks: the launcher's arguments before the script.
 LAUNCH = {"bench_runtime": ["-n", "2"], "bench_exchange_mpi": ["-n", "4"]}
+#: Arguments after the script: ``--large`` adds the exascale sizes of issue 25 (slow).
+ARGS = {"bench_place": ["--large"]}
 
 
 @dataclass
@@ -56,7 +59,7 @@ def mpiexec() -> str:
 
 def command(script: Path) -> list[str]:
     """How ``script`` is started."""
-    base = [sys.executable, str(script.relative_to(ROOT))]
+    base = [sys.executable, str(script.relative_to(ROOT)), *ARGS.get(script.stem, [])]
     if script.stem in LAUNCH:
         return [mpiexec(), *LAUNCH[script.stem], *base]
     return base

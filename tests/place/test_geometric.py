@@ -11,6 +11,7 @@ from scipy import ndimage
 from grapeshot.model.errors import InputError
 from grapeshot.place.geometric import place_geometric
 from grapeshot.place.quota import quotas
+from tests.place.geometric_cells import place_geometric_cells
 from tests.place.test_conformance import assert_counts_match_quotas
 
 
@@ -161,3 +162,38 @@ def test_grids_beyond_int32_cell_indices_are_refused_before_any_allocation() -> 
     with pytest.raises(InputError) as info:
         place_geometric((2**16, 2**16), np.array([1]), seed=0)
     assert info.value.where == "parts_shape"
+
+
+def reference_cases(n_cases: int) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """Random 2D and 3D grids and node sets, equal and heterogeneous cores (fixed seed)."""
+    rng = np.random.default_rng(25)
+    cases = []
+    for _ in range(n_cases):
+        if rng.random() < 0.5:
+            shape = tuple(int(x) for x in rng.integers(1, 60, 2))
+        else:
+            shape = tuple(int(x) for x in rng.integers(1, 16, 3))
+        n_nodes = int(rng.integers(1, max(2, min(math.prod(shape) + 5, 80))))
+        if rng.random() < 0.5:
+            cores = rng.integers(1, 9, n_nodes)
+        else:
+            cores = np.full(n_nodes, int(rng.integers(1, 5)))
+        cases.append((shape, cores))
+    return cases
+
+
+@pytest.mark.parametrize(
+    ("parts_shape", "cores"),
+    [
+        *reference_cases(300),
+        ((300, 200), np.full(777, 4)),
+        ((60, 50, 40), np.resize([16, 32, 48, 64], 500)),
+        ((1, 997), np.full(13, 2)),
+        ((997, 1), np.full(13, 2)),
+    ],
+)
+def test_runs_give_the_placement_of_the_cell_by_cell_reference(parts_shape, cores) -> None:
+    # Same decisions, bit for bit, as the version that kept every set's cells (the slow
+    # reference in geometric_cells.py): the run representation changes the cost, not the cut.
+    expected = place_geometric_cells(parts_shape, cores, seed=0)
+    np.testing.assert_array_equal(place_geometric(parts_shape, cores, seed=0), expected)

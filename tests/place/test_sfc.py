@@ -9,7 +9,7 @@ import pytest
 from scipy import ndimage
 
 from grapeshot.model.errors import InputError
-from grapeshot.place.hilbert import bits_for, hilbert_index, hilbert_order
+from grapeshot.place.hilbert import bits_for, hilbert_index, hilbert_index_one, hilbert_order
 from grapeshot.place.quota import quotas
 from grapeshot.place.sfc import place_sfc
 from tests.place.test_conformance import assert_counts_match_quotas
@@ -154,3 +154,37 @@ def test_aligned_runs_on_a_power_of_two_grid_are_sub_cubes(parts_shape, n_nodes,
     for node, window in enumerate(ndimage.find_objects(grid + 1)):
         assert tuple(s.stop - s.start for s in window) == box
         assert np.all(grid[window] == node)
+
+
+@pytest.mark.parametrize(
+    ("parts_shape", "cores"),
+    [
+        ((16, 16), [1] * 7),
+        ((13, 17), [1, 2, 3]),
+        ((1, 50), [2] * 9),
+        ((50, 1), [2] * 9),
+        ((37, 64), [16, 32, 48, 64] * 9),
+        ((5, 6, 7), [8] * 9),
+        ((9, 1, 17), [1, 3, 2, 5]),
+        ((16, 16, 16), [3] * 100),
+        ((3, 4), [2] * 20),
+        ((129, 65), [1] * 1000),
+    ],
+)
+def test_walk_is_the_sorted_curve_cut_into_quota_runs(parts_shape, cores) -> None:
+    # The walk of the cube tree against the construction it replaced: argsort of every cell's
+    # Hilbert index, then node k on the next quota[k] cells.
+    q = quotas(math.prod(parts_shape), cores)
+    order = hilbert_order(parts_shape)
+    expected = np.empty(order.size, dtype=np.int32)
+    expected[order] = np.repeat(np.arange(len(cores), dtype=np.int32), q)
+    np.testing.assert_array_equal(place_sfc(parts_shape, np.array(cores), seed=0), expected)
+
+
+@pytest.mark.parametrize(("ndim", "bits"), [(2, 1), (2, 5), (2, 32), (3, 1), (3, 4), (3, 21)])
+def test_index_of_one_point_matches_the_vectorised_index(ndim, bits) -> None:
+    rng = np.random.default_rng(bits)
+    points = rng.integers(0, 1 << bits, size=(ndim, 200), dtype=np.uint64)
+    expected = hilbert_index(points, bits)
+    got = [hilbert_index_one(points[:, k], bits) for k in range(points.shape[1])]
+    assert [int(v) for v in got] == [int(v) for v in expected]

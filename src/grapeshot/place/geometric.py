@@ -52,16 +52,6 @@ _MAX_PARTS = int(np.iinfo(np.int32).max)
 
 
 @njit(cache=True)
-def _cell(box: np.ndarray, axis: int, a: int, p: int, q: int) -> int:
-    """``box`` at coordinate ``a`` on ``axis`` and ``(p, q)`` on the other two axes in order."""
-    if axis == 0:
-        return box[a, p, q]
-    if axis == 1:
-        return box[p, a, q]
-    return box[p, q, a]
-
-
-@njit(cache=True)
 def _slab_distances(member: np.ndarray, seeds: np.ndarray, n_u: int, n_v: int) -> np.ndarray:
     """Breadth-first distances inside a slab from its seed cells (4-neighbour steps).
 
@@ -114,50 +104,247 @@ def _farthest(member: np.ndarray, dist: np.ndarray, default: int) -> np.ndarray:
     return seeds
 
 
-@njit(cache=True)
-def _is_connected(label: np.ndarray, start: int, size: int, p1: int, p0: int) -> bool:
-    """Whether the ``size`` cells labelled like cell ``start`` form one 6-connected component.
+@njit(cache=True, nogil=True)
+def _bounds(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Bounding box of a run set: ``(lo, extent, cells)``, each per axis ``(x, y, z)``."""
+    lo = np.empty(3, dtype=np.int64)
+    hi = np.empty(3, dtype=np.int64)
+    lo[0] = hi[0] = runs[0, 0]
+    lo[1] = hi[1] = runs[0, 1]
+    lo[2] = runs[0, 2]
+    hi[2] = runs[0, 3] - 1
+    m = 0
+    for r in range(runs.shape[0]):
+        lo[0] = min(lo[0], runs[r, 0])
+        hi[0] = max(hi[0], runs[r, 0])
+        lo[1] = min(lo[1], runs[r, 1])
+        hi[1] = max(hi[1], runs[r, 1])
+        lo[2] = min(lo[2], runs[r, 2])
+        hi[2] = max(hi[2], runs[r, 3] - 1)
+        m += runs[r, 3] - runs[r, 2]
+    return lo, hi - lo + 1, m
 
-    ``label`` is the flattened bounding box padded by one empty cell on every side (so a
-    neighbour is always in range: no bounds checks), with strides ``p0``, ``p1``, ``1``;
-    ``0`` marks cells outside the set. Visited cells are relabelled ``label + 2``, which
-    leaves the other half's label intact for its own check.
+
+@njit(cache=True, nogil=True)
+def _uv(axis: int) -> tuple[int, int]:
+    """The two other axes, in order: a slab across ``axis`` is rastered ``(u, v)``."""
+    return (1 if axis == 0 else 0), (1 if axis == 2 else 2)
+
+
+@njit(cache=True, nogil=True)
+def _raster_slab(
+    runs: np.ndarray, lo: np.ndarray, ext: np.ndarray, axis: int, t: int
+) -> np.ndarray:
+    """Cells of the set in slab ``t`` (local coordinate on ``axis``), flat ``(n_u * n_v,)``."""
+    u, v = _uv(axis)
+    n_v = ext[v]
+    member = np.zeros(ext[u] * n_v, dtype=np.bool_)
+    if t < 0 or t >= ext[axis]:
+        return member
+    for r in range(runs.shape[0]):
+        lx = runs[r, 0] - lo[0]
+        ly = runs[r, 1] - lo[1]
+        z0 = runs[r, 2] - lo[2]
+        z1 = runs[r, 3] - lo[2]
+        if axis == 2:
+            if z0 <= t < z1:
+                member[lx * n_v + ly] = True
+        elif (lx if axis == 0 else ly) == t:
+            p = ly if axis == 0 else lx
+            for z in range(z0, z1):
+                member[p * n_v + z] = True
+    return member
+
+
+@njit(cache=True, nogil=True)
+def _split_runs(
+    runs: np.ndarray, lo: np.ndarray, ext: np.ndarray, axis: int, c: int, sel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two halves of a cut: cells below slab ``c`` on ``axis``, plus slab ``c``'s cells
+    ``sel`` marks (flat over the slab's raster), go to the lower half.
+
+    Runs keep their raster order and stay maximal (a run's pieces alternate halves).
     """
-    which = label[start]
-    mark = which + 2
-    stack = np.empty(size, dtype=np.int64)
-    stack[0] = start
-    label[start] = mark
-    top = 1
-    reached = 1
-    while top > 0:
-        top -= 1
-        f = stack[top]
-        for step in (-1, 1, -p1, p1, -p0, p0):
-            g = f + step
-            if label[g] == which:
-                label[g] = mark
-                stack[top] = g
-                top += 1
-                reached += 1
-    return reached == size
+    _, v = _uv(axis)
+    n_v = ext[v]
+    n_runs = runs.shape[0]
+    cap = n_runs + (sel.size if axis != 2 else 0)
+    lower = np.empty((cap, 4), dtype=np.int32)
+    upper = np.empty((cap, 4), dtype=np.int32)
+    n_lo = 0
+    n_up = 0
+    for r in range(n_runs):
+        x = runs[r, 0]
+        y = runs[r, 1]
+        z0 = runs[r, 2]
+        z1 = runs[r, 3]
+        lx = x - lo[0]
+        ly = y - lo[1]
+        if axis == 2:
+            # Along the run: z < c lower, z == c as ``sel`` says, z > c upper.
+            cut = lo[2] + c
+            if cut < z0:
+                split = z0
+            elif cut >= z1:
+                split = z1
+            else:
+                split = cut + 1 if sel.size and sel[lx * n_v + ly] else cut
+            if split > z0:
+                lower[n_lo, 0] = x
+                lower[n_lo, 1] = y
+                lower[n_lo, 2] = z0
+                lower[n_lo, 3] = split
+                n_lo += 1
+            if split < z1:
+                upper[n_up, 0] = x
+                upper[n_up, 1] = y
+                upper[n_up, 2] = split
+                upper[n_up, 3] = z1
+                n_up += 1
+            continue
+        la = lx if axis == 0 else ly
+        if la != c or sel.size == 0:
+            if la < c:
+                lower[n_lo, 0] = x
+                lower[n_lo, 1] = y
+                lower[n_lo, 2] = z0
+                lower[n_lo, 3] = z1
+                n_lo += 1
+            else:
+                upper[n_up, 0] = x
+                upper[n_up, 1] = y
+                upper[n_up, 2] = z0
+                upper[n_up, 3] = z1
+                n_up += 1
+            continue
+        p = ly if axis == 0 else lx
+        base = p * n_v - lo[2]
+        start = z0
+        cur = sel[base + z0]
+        for z in range(z0 + 1, z1 + 1):
+            if z < z1 and sel[base + z] == cur:
+                continue
+            # A piece [start, z) of one half ends here.
+            if cur:
+                lower[n_lo, 0] = x
+                lower[n_lo, 1] = y
+                lower[n_lo, 2] = start
+                lower[n_lo, 3] = z
+                n_lo += 1
+            else:
+                upper[n_up, 0] = x
+                upper[n_up, 1] = y
+                upper[n_up, 2] = start
+                upper[n_up, 3] = z
+                n_up += 1
+            if z < z1:
+                start = z
+                cur = sel[base + z]
+    return lower[:n_lo].copy(), upper[:n_up].copy()
 
 
-@njit(cache=True)
-def _split_along(local: np.ndarray, box: np.ndarray, axis: int, k: int, variant: int) -> np.ndarray:
-    """Lower half (``k`` cells) of a cut across ``axis``; see the module docstring.
+@njit(cache=True, nogil=True)
+def _find(parent: np.ndarray, a: int) -> int:
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]
+        a = parent[a]
+    return a
 
-    ``local`` is ``(3, m)`` int32 bounding-box coordinates, ``box`` the bounding box holding
-    each cell's column in ``local`` (``-1`` outside the set). ``variant`` picks the boundary
+
+@njit(cache=True, nogil=True)
+def _is_connected(runs: np.ndarray) -> bool:
+    """Whether a run set is one 6-connected component (union-find over its runs).
+
+    Two runs touch when their rows are neighbours (``y`` or ``x`` one apart, the other
+    equal) and their ``z`` intervals overlap; runs of one row never touch (they are
+    maximal). Rows are found through an index over the set's ``(x, y)`` bounding box.
+    """
+    n = runs.shape[0]
+    if n <= 1:
+        return True
+    x0 = runs[0, 0]
+    x1 = runs[0, 0]
+    y0 = runs[0, 1]
+    y1 = runs[0, 1]
+    for r in range(n):
+        x0 = min(x0, runs[r, 0])
+        x1 = max(x1, runs[r, 0])
+        y0 = min(y0, runs[r, 1])
+        y1 = max(y1, runs[r, 1])
+    n_y = y1 - y0 + 1
+    row_start = np.full((x1 - x0 + 1) * n_y + 1, -1, dtype=np.int64)
+    row_end = np.zeros((x1 - x0 + 1) * n_y + 1, dtype=np.int64)
+    for r in range(n):
+        row = (runs[r, 0] - x0) * n_y + runs[r, 1] - y0
+        if row_start[row] < 0:
+            row_start[row] = r
+        row_end[row] = r + 1
+    parent = np.arange(n)
+    components = n
+    for r in range(n):
+        if r > 0 and runs[r - 1, 0] == runs[r, 0] and runs[r - 1, 1] == runs[r, 1]:
+            continue  # this row was done from its first run
+        lx = runs[r, 0] - x0
+        ly = runs[r, 1] - y0
+        row = lx * n_y + ly
+        for other in range(2):
+            if other == 0:
+                if ly == 0:
+                    continue
+                nb = row - 1
+            else:
+                if lx == 0:
+                    continue
+                nb = row - n_y
+            i = row_start[row]
+            i_end = row_end[row]
+            j = row_start[nb]
+            if j < 0:
+                continue
+            j_end = row_end[nb]
+            while i < i_end and j < j_end:
+                if runs[i, 3] <= runs[j, 2]:
+                    i += 1
+                elif runs[j, 3] <= runs[i, 2]:
+                    j += 1
+                else:
+                    ri = _find(parent, i)
+                    rj = _find(parent, j)
+                    if ri != rj:
+                        parent[ri] = rj
+                        components -= 1
+                    if runs[i, 3] < runs[j, 3]:
+                        i += 1
+                    else:
+                        j += 1
+    return components == 1
+
+
+@njit(cache=True, nogil=True)
+def _slab_selection(
+    runs: np.ndarray, lo: np.ndarray, ext: np.ndarray, axis: int, k: int, variant: int
+) -> tuple[int, np.ndarray]:
+    """Where the lower half (``k`` cells) of a cut across ``axis`` ends; see the module docstring.
+
+    Returns ``(c, sel)``: the lower half is every cell below slab ``c`` (local coordinate on
+    ``axis``) and the cells of slab ``c`` that ``sel`` marks (flat over the slab's ``(u, v)``
+    raster; empty when the cut falls on a slab boundary). ``variant`` picks the boundary
     slab's ranking: bit 0 set, the upper half takes the prefix of its own ranking
-    ``(d_up - d_lo, d_up)``; bit 1 set, raster ties are broken from the far end. Returns a
-    ``(m,)`` bool mask.
+    ``(d_up - d_lo, d_up)``; bit 1 set, raster ties are broken from the far end.
     """
-    m = local.shape[1]
-    extent = box.shape[axis]
-    per_slab = np.zeros(extent, dtype=np.int64)
-    for j in range(m):
-        per_slab[local[axis, j]] += 1
+    extent = ext[axis]
+    per_slab = np.zeros(extent + 1, dtype=np.int64)
+    for r in range(runs.shape[0]):
+        z0 = runs[r, 2] - lo[2]
+        z1 = runs[r, 3] - lo[2]
+        if axis == 2:
+            per_slab[z0] += 1
+            per_slab[z1] -= 1
+        else:
+            per_slab[runs[r, axis] - lo[axis]] += z1 - z0
+    if axis == 2:
+        for t in range(1, extent):
+            per_slab[t] += per_slab[t - 1]
     # c = the boundary slab: slabs below it go wholly to the lower half, k_c of its cells too.
     c = 0
     below = 0
@@ -165,42 +352,27 @@ def _split_along(local: np.ndarray, box: np.ndarray, axis: int, k: int, variant:
         below += per_slab[c]
         c += 1
     k_c = k - below
-    lower = np.zeros(m, dtype=np.bool_)
-    for j in range(m):
-        lower[j] = local[axis, j] < c
     if k_c == 0:
-        return lower
+        return c, np.zeros(0, dtype=np.bool_)
 
-    u = 1 if axis == 0 else 0
-    v = 1 if axis == 2 else 2
-    n_u = box.shape[u]
-    n_v = box.shape[v]
+    u, v = _uv(axis)
+    n_u = ext[u]
+    n_v = ext[v]
     n_cells = n_u * n_v
-    member = np.zeros(n_cells, dtype=np.bool_)
-    lo_seed = np.zeros(n_cells, dtype=np.bool_)
-    up_seed = np.zeros(n_cells, dtype=np.bool_)
-    column = np.full(n_cells, -1, dtype=np.int64)
-    any_lo = False
-    any_up = False
+    member = _raster_slab(runs, lo, ext, axis, c)
+    below_slab = _raster_slab(runs, lo, ext, axis, c - 1)
+    above_slab = _raster_slab(runs, lo, ext, axis, c + 1)
+    lo_seed = member & below_slab
+    up_seed = member & above_slab
+    any_lo = lo_seed.any()
+    any_up = up_seed.any()
     first = -1
     last = -1
-    for p in range(n_u):
-        for q in range(n_v):
-            s = p * n_v + q
-            j = _cell(box, axis, c, p, q)
-            if j < 0:
-                continue
-            member[s] = True
-            column[s] = j
+    for s in range(n_cells):
+        if member[s]:
             if first < 0:
                 first = s
             last = s
-            if c > 0 and _cell(box, axis, c - 1, p, q) >= 0:
-                lo_seed[s] = True
-                any_lo = True
-            if c + 1 < extent and _cell(box, axis, c + 1, p, q) >= 0:
-                up_seed[s] = True
-                any_up = True
     # A side with nothing on it (the cut is at the set's edge) grows its part from the slab
     # cells farthest from the other side, so what it leaves is what lies nearest that side.
     if any_lo and any_up:
@@ -237,94 +409,105 @@ def _split_along(local: np.ndarray, box: np.ndarray, axis: int, k: int, variant:
     # Stable sort: equal keys keep the (forward or reversed) raster order of the collection
     # loop above, the deterministic last tie-break.
     order = np.argsort(rank_key, kind="mergesort")
+    sel = np.zeros(n_cells, dtype=np.bool_)
     if from_upper:
         for r in range(n_slab - k_c, n_slab):
-            lower[column[slab_cells[order[r]]]] = True
+            sel[slab_cells[order[r]]] = True
     else:
         for r in range(k_c):
-            lower[column[slab_cells[order[r]]]] = True
-    return lower
+            sel[slab_cells[order[r]]] = True
+    return c, sel
 
 
-@njit(cache=True)
-def _bisect(ids: np.ndarray, coords: np.ndarray, k: int) -> np.ndarray:
-    """Choose the ``k`` partitions of ``ids`` that go to the lower node half.
+@njit(cache=True, nogil=True)
+def _box_split(
+    runs: np.ndarray, lo: np.ndarray, ext: np.ndarray, axis: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Halves of a full box cut across ``axis``: the first ``k`` cells in the key
+    (coordinate on ``axis``, flat id), i.e. whole slabs then a raster prefix of the next one.
 
-    ``coords`` is ``(3, P)``: every partition's grid coordinates, padded to three axes (a 2D
-    grid has a leading axis of extent 1). Axes are tried longest first (ties to the lower
-    axis), each with every slab ranking of :func:`_split_along`; the first cut with two
-    connected halves wins. Returns a ``(len(ids),)`` bool mask.
+    Every run is then a full row of the box, and the lower half of each is a prefix.
     """
-    m = ids.size
-    lo = np.empty(3, dtype=np.int64)
-    extent = np.empty(3, dtype=np.int64)
-    for a in range(3):
-        low = coords[a, ids[0]]
-        high = low
-        for j in range(m):
-            x = coords[a, ids[j]]
-            low = min(low, x)
-            high = max(high, x)
-        lo[a] = low
-        extent[a] = high - low + 1
+    u, v = _uv(axis)
+    slab = ext[u] * ext[v]
+    c = k // slab
+    k_c = k - c * slab
+    n_runs = runs.shape[0]
+    lower = np.empty((n_runs, 4), dtype=np.int32)
+    upper = np.empty((n_runs, 4), dtype=np.int32)
+    n_lo = 0
+    n_up = 0
+    for r in range(n_runs):
+        lx = runs[r, 0] - lo[0]
+        ly = runs[r, 1] - lo[1]
+        z0 = runs[r, 2]
+        z1 = runs[r, 3]
+        # t = how many cells of this row, from its start, are in the lower half.
+        if axis == 2:
+            t = c + (1 if lx * ext[1] + ly < k_c else 0)
+        else:
+            la = lx if axis == 0 else ly
+            p = ly if axis == 0 else lx
+            if la < c:
+                t = ext[2]
+            elif la > c:
+                t = 0
+            else:
+                t = min(max(k_c - p * ext[2], 0), ext[2])
+        split = z0 + t
+        if split > z0:
+            lower[n_lo, 0] = runs[r, 0]
+            lower[n_lo, 1] = runs[r, 1]
+            lower[n_lo, 2] = z0
+            lower[n_lo, 3] = split
+            n_lo += 1
+        if split < z1:
+            upper[n_up, 0] = runs[r, 0]
+            upper[n_up, 1] = runs[r, 1]
+            upper[n_up, 2] = split
+            upper[n_up, 3] = z1
+            n_up += 1
+    return lower[:n_lo].copy(), upper[:n_up].copy()
+
+
+@njit(cache=True, nogil=True)
+def _bisect(runs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split a run set into the ``k`` cells that go to the lower node half and the rest.
+
+    Axes are tried longest first (ties to the lower axis), each with every slab ranking of
+    :func:`_slab_selection`; the first cut with two connected halves wins, else the first
+    cut tried. A full box is cut in raster order: no ranking, no check (both halves of such
+    a cut are connected).
+    """
+    lo, ext, m = _bounds(runs)
     # Longest first; a stable sort keeps the lower axis first among equals.
-    axes = np.argsort(-extent, kind="mergesort")
-
-    if m == extent[0] * extent[1] * extent[2]:
-        # A full box: its boundary slab is a full rectangle whose cells all touch both sides
-        # (or, at the box's edge, all touch the one side there is), so the slab ranking is
-        # plain raster order, i.e. the key (coordinate on the axis, flat id), and both halves
-        # are connected: no box array, no search, no check. This path does most of the work
-        # at the top levels, so it reads the coordinates in place instead of copying them.
-        a = axes[0]
-        u = 1 if a == 0 else 0
-        v = 1 if a == 2 else 2
-        slab = extent[u] * extent[v]
-        c = k // slab
-        k_c = k - c * slab
-        lower = np.empty(m, dtype=np.bool_)
-        for j in range(m):
-            f = ids[j]
-            x = coords[a, f] - lo[a]
-            rank = (coords[u, f] - lo[u]) * extent[v] + (coords[v, f] - lo[v])
-            lower[j] = x < c or (x == c and rank < k_c)
-        return lower
-
-    local = np.empty((3, m), dtype=np.int32)
-    for a in range(3):
-        for j in range(m):
-            local[a, j] = coords[a, ids[j]] - lo[a]
-    box = np.full((extent[0], extent[1], extent[2]), -1, dtype=np.int32)
-    for j in range(m):
-        box[local[0, j], local[1, j], local[2, j]] = j
-    # Flat positions of the cells in the padded bounding box that the flood fill walks.
-    p1 = extent[2] + 2
-    p0 = (extent[1] + 2) * p1
-    padded = np.empty(m, dtype=np.int64)
-    for j in range(m):
-        padded[j] = (local[0, j] + 1) * p0 + (local[1, j] + 1) * p1 + local[2, j] + 1
-    label = np.zeros((extent[0] + 2) * p0, dtype=np.int8)
-    best = np.empty(0, dtype=np.bool_)
+    axes = np.argsort(-ext, kind="mergesort")
+    if m == ext[0] * ext[1] * ext[2]:
+        return _box_split(runs, lo, ext, axes[0], k)
+    best_lower = np.empty((0, 4), dtype=np.int32)
+    best_upper = np.empty((0, 4), dtype=np.int32)
+    tried = False
     for a in axes:
-        if extent[a] < 2:
+        if ext[a] < 2:
             break
         for variant in range(_N_VARIANTS):
-            lower = _split_along(local, box, a, k, variant)
-            if best.size == 0:
-                best = lower
-            first_lower = -1
-            first_upper = -1
-            for j in range(m):
-                label[padded[j]] = 1 if lower[j] else 2
-                if lower[j] and first_lower < 0:
-                    first_lower = j
-                if not lower[j] and first_upper < 0:
-                    first_upper = j
-            if _is_connected(label, padded[first_lower], k, p1, p0) and _is_connected(
-                label, padded[first_upper], m - k, p1, p0
-            ):
-                return lower
-    return best
+            c, sel = _slab_selection(runs, lo, ext, a, k, variant)
+            lower, upper = _split_runs(runs, lo, ext, a, c, sel)
+            if not tried:
+                best_lower = lower
+                best_upper = upper
+                tried = True
+            if _is_connected(lower) and _is_connected(upper):
+                return lower, upper
+    return best_lower, best_upper
+
+
+@njit(cache=True, nogil=True)
+def _fill(node_of: np.ndarray, runs: np.ndarray, node: int, s0: int, s1: int) -> None:
+    """``node_of[cells of runs] = node``; ``s0``, ``s1``: strides of ``x`` and ``y``."""
+    for r in range(runs.shape[0]):
+        row = runs[r, 0] * s0 + runs[r, 1] * s1
+        node_of[row + runs[r, 2] : row + runs[r, 3]] = node
 
 
 def place_geometric(
@@ -360,31 +543,36 @@ def place_geometric(
     n_nodes = quota.size
     n_parts = int(quota.sum())
     if n_parts > _MAX_PARTS:
-        # The kernels index a set's cells with int32 (half the memory traffic of int64).
+        # Runs hold int32 coordinates, and node_of is filled through int32-sized rows.
         raise InputError("parts_shape", f"got {n_parts} partitions", f"at most {_MAX_PARTS}")
-    shape3 = (1,) * (3 - len(shape)) + shape
-    coords = np.indices(shape3, dtype=np.int32).reshape(3, n_parts)
+    nx, ny, nz = (1,) * (3 - len(shape)) + shape
     # first[k] = partitions owed to nodes [0, k): a node range's total quota in O(1).
     first = np.zeros(n_nodes + 1, dtype=np.int64)
     np.cumsum(quota, out=first[1:])
     node_of = np.empty(n_parts, dtype=np.int32)
 
-    # Explicit stack of (partition ids, first node, one past the last node): 2n - 1 entries.
-    stack: list[tuple[np.ndarray, int, int]] = [(np.arange(n_parts, dtype=np.int64), 0, n_nodes)]
+    # The whole grid as runs along its last axis: one (x, y, z0, z1) per row.
+    runs = np.empty((nx * ny, 4), dtype=np.int32)
+    runs[:, 0] = np.repeat(np.arange(nx, dtype=np.int32), ny)
+    runs[:, 1] = np.tile(np.arange(ny, dtype=np.int32), nx)
+    runs[:, 2] = 0
+    runs[:, 3] = nz
+    # Explicit stack of (runs, cells, first node, one past the last node): 2n - 1 entries.
+    stack: list[tuple[np.ndarray, int, int, int]] = [(runs, n_parts, 0, n_nodes)]
     while stack:
-        ids, lo, hi = stack.pop()
+        runs, m, lo, hi = stack.pop()
         if hi - lo == 1:
-            node_of[ids] = lo
+            _fill(node_of, runs, lo, ny * nz, nz)
             continue
         mid = lo + (hi - lo) // 2
         n_lower = int(first[mid] - first[lo])
         # A side whose nodes are all owed nothing (more nodes than partitions) takes no cut.
         if n_lower == 0:
-            stack.append((ids, mid, hi))
-        elif n_lower == ids.size:
-            stack.append((ids, lo, mid))
+            stack.append((runs, m, mid, hi))
+        elif n_lower == m:
+            stack.append((runs, m, lo, mid))
         else:
-            lower = _bisect(ids, coords, n_lower)
-            stack.append((ids[~lower], mid, hi))
-            stack.append((ids[lower], lo, mid))
+            lower, upper = _bisect(runs, n_lower)
+            stack.append((upper, m - n_lower, mid, hi))
+            stack.append((lower, n_lower, lo, mid))
     return node_of

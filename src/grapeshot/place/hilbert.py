@@ -14,6 +14,7 @@ the origin, and consecutive indices are grid neighbours (Manhattan distance 1) o
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from grapeshot.model.errors import InputError, check_int
 
@@ -164,3 +165,41 @@ def hilbert_order(shape: tuple[int, ...]) -> np.ndarray:
     coords = np.indices(shape, dtype=coord_word).reshape(len(shape), n_cells)
     # Indices of distinct cells are distinct, so any sort gives the same (deterministic) order.
     return np.argsort(hilbert_index(coords, bits)).astype(np.int64, copy=False)
+
+
+@njit(cache=True, nogil=True)
+def hilbert_index_one(point: np.ndarray, bits: int) -> np.uint64:
+    """:func:`hilbert_index` of one point, for numba code (no checks: the caller's job).
+
+    ``point`` is ``(ndim,)`` integer coordinates in ``[0, 2**bits)``, ``ndim * bits <= 64``.
+    The same steps as :func:`hilbert_index`, one point at a time.
+    """
+    ndim = point.size
+    x = np.empty(ndim, dtype=np.uint64)
+    for i in range(ndim):
+        x[i] = np.uint64(point[i])
+    one = np.uint64(1)
+    q = one << np.uint64(bits - 1)
+    while q > one:
+        low = q - one
+        for i in range(ndim):
+            if x[i] & q:
+                x[0] ^= low
+            elif i > 0:
+                t = (x[0] ^ x[i]) & low
+                x[0] ^= t
+                x[i] ^= t
+        q >>= one
+    for i in range(1, ndim):
+        x[i] ^= x[i - 1]
+    t = np.uint64(0)
+    q = one << np.uint64(bits - 1)
+    while q > one:
+        if x[ndim - 1] & q:
+            t ^= q - one
+        q >>= one
+    index = np.uint64(0)
+    for b in range(bits - 1, -1, -1):
+        for i in range(ndim):
+            index = (index << one) | (((x[i] ^ t) >> np.uint64(b)) & one)
+    return index
