@@ -7,14 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.metrics import gap_closed
 from grapeshot.jobs.plugin import load_plugin, simulate_plugin
+from grapeshot.jobs.policies import parse_policies
 from grapeshot.jobs.simulate import Machine, Schedule, simulate
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
 from tests.cli.helpers import run_cli
+from tests.fuzz import fuzz
 from tests.jobs.test_model_checks import _random_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +166,25 @@ def test_gap_closed_by_hand() -> None:
     assert gap_closed(20.0, 16.0, 14.0) == 1.5  # better than perfect walltimes (EASY)
     assert gap_closed(20.0, 16.0, 22.0) == -0.5
     assert gap_closed(16.0, 16.0, 15.0) is None and gap_closed(15.0, 16.0, 15.0) is None
+
+
+@fuzz()
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=":"),
+            max_size=60),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=","),
+            max_size=30),
+)  # fmt: skip
+def test_fuzz_policy_lists_never_traceback(tmp_path_factory, names: str, tail: str) -> None:
+    # Names without a colon are built-in names or refused by --policies; with one, a file
+    # that does not exist is refused naming the spec (no module is imported from fuzz text).
+    try:
+        chosen = parse_policies(names)
+    except ValueError as exc:
+        assert "policy" in str(exc) or "expected" in str(exc)
+    else:
+        assert chosen and len({p.name for p in chosen}) == len(chosen)
+    spec = f"{tmp_path_factory.getbasetemp() / 'absent'}.py:{tail}"
+    with pytest.raises(InputError) as err:
+        parse_policies(f"simple,{spec}")
+    assert str(err.value).startswith(("--policies", spec.strip()))
