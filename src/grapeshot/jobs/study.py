@@ -139,7 +139,8 @@ def run_study(
             on_policy(policy.name)
         schedules.append(_simulate(work, policy, machine, backfill, seed))
     results = [policy_metrics(s, cleaned.in_metrics) for s in schedules]
-    by_name = {m.policy: m for m in results}
+    # The references are the built-in policies (a plug-in may call itself anything).
+    by_name = {m.policy: m for p, m in zip(policies, results, strict=True) if isinstance(p, Policy)}
     bsld = []
     for ref in ("user-estimate", "clairvoyant"):
         if ref not in by_name:
