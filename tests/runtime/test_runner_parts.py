@@ -190,6 +190,38 @@ def test_chunks_deal_round_robin_in_order() -> None:
     assert chunks([], 2) == []
 
 
+class _Ready:
+    """Grid messages that are in already when the phase starts (``block=False`` finds
+    them), each making some positions ready; what the main thread did, in order."""
+
+    def __init__(self, batches: list[list[int]], log: list) -> None:
+        self.k, self.step, self.grid = 1, 5, True
+        self.batches = [np.asarray(b, dtype=np.int64) for b in batches]
+        self.pending = list(range(len(batches)))
+        self.log = log
+
+    def next(self, block: bool = True):
+        self.pending.pop(0)
+        self.log.append("message")
+        return self.batches.pop(0), 0.25
+
+
+def test_the_main_thread_takes_messages_in_before_its_next_run() -> None:
+    # A message in behind a run of the main thread would keep the workers idle for the
+    # run's length: every message already there is taken in before the main thread runs.
+    log: list = []
+    dispatch = Dispatch(2, 12, Tally(), Watch(Heat(), _Rank(), 60.0))
+
+    def task(todo, step, ctx, waited, rows, thread):
+        log.append(("run", thread))
+
+    # No workers started: this thread runs every run itself, so the order is its own.
+    dispatch.run(task, np.arange(4, dtype=np.int64), _Ready([[4, 5, 6, 7], [8, 9, 10, 11]], log),
+                 Context(5, 0.0), True)  # fmt: skip
+    assert log[:2] == ["message", "message"] and log.count("message") == 2
+    assert {entry for entry in log[2:]} == {("run", 0)}
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_local_copies_shared_out_among_threads_equal_one_copy(threads) -> None:
     rng = np.random.default_rng(0)
@@ -280,3 +312,31 @@ def test_thread_clock_shares_a_burst_among_its_tasks() -> None:
     assert record["halo"][0] == 0.0 and record["halo"][2] == 0.0
     assert record["halo"][1] > 0.0
     assert clock.main_seconds() == 4.0
+
+
+def test_task_record_keeps_every_row_in_order_batches_and_single_tasks() -> None:
+    # Batch rows become whole columns (no Python value per task); the order and the values
+    # are those of the rows, single tasks between batches included.
+    clocks = [ThreadClock(), ThreadClock()]
+    clocks[0].rows = [
+        (5, 1, 0, 0, 0.0, 1.0, 0.0),
+        (np.array([7, 8]), 1, 1, 0, np.array([1.0, 2.0]), np.array([2.0, 3.0]), 0.25),
+        (6, 2, 0, 0, 3.0, 3.5, 0.0),
+        (9, 2, 0, 0, 3.5, 4.5, 0.0),
+    ]
+    clocks[0].cpu = [1.0, np.array([0.5, 1.0]), 0.5, 0.25]
+    clocks[1].rows = [
+        (np.array([3]), 2, 1, 1, np.array([0.0]), np.array([2.0]), 0.5, np.array([1.0]))
+    ]
+    clocks[1].cpu = [np.array([1.0])]
+    record = TaskRecord.from_clocks(clocks).arrays()
+    assert record["part"].tolist() == [5, 7, 8, 6, 9, 3]
+    assert record["step"].tolist() == [1, 1, 1, 2, 2, 2]
+    assert record["phase"].tolist() == [0, 1, 1, 0, 0, 1]
+    assert record["thread"].tolist() == [0, 0, 0, 0, 0, 1]
+    assert record["start"].tolist() == [0.0, 1.0, 2.0, 3.0, 3.5, 0.0]
+    assert record["wait"].tolist() == [0.0, 0.25, 0.25, 0.0, 0.0, 0.5]
+    assert record["cpu"].tolist() == [1.0, 0.5, 1.0, 0.5, 0.25, 1.0]
+    assert record["halo"].tolist() == [0.0, 0.0, 0.0, 0.0, 0.0, 0.5]  # 1 s at half a core
+    assert record["part"].dtype == np.int64 and record["cpu"].dtype == np.float64
+    assert all(v.size == 0 for v in TaskRecord.from_clocks([ThreadClock()]).arrays().values())

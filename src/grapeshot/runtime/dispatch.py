@@ -106,7 +106,8 @@ class Dispatch:
                 return
             clock.start()
             item[0](item[1], item[2], item[3], item[4], clock.rows, thread)
-            self.finished.put(len(item[1]))
+            if len(item[1]):  # a task run (not a share of copy_local)
+                self.finished.put(len(item[1]))
 
     def run(
         self, task: Callable, ready: np.ndarray, arrivals: Arrivals, ctx: Context, batched: bool
@@ -144,16 +145,24 @@ class Dispatch:
         self, task: Callable, ready: np.ndarray, arrivals: Arrivals, ctx: Context, batched: bool
     ) -> None:
         """Several threads: workers and this one take tasks from one FIFO queue; this one
-        also receives the messages that make more tasks ready."""
+        also receives the messages that make more tasks ready, and takes in every grid
+        message already there before each run it takes itself (a message waiting behind a
+        run would keep the workers idle for the run's length)."""
         # A batched phase hands out runs of partitions (one compiled call each), a few per
-        # thread so that they even out; the others one task at a time.
+        # thread so that they even out; the others one task at a time. (Runs shrinking to
+        # single tasks at the end of what is ready shortened the phases' tails but not the
+        # wall time: their extra runs are extra GIL hand-overs; docs/runtime.md, threads.)
         chunk = max(1, self.n_local // (4 * self.threads)) if batched else 1
         step, pending = arrivals.step, arrivals.pending
-        for part in chunks(ready, chunk):
-            self.tasks.put((task, part, step, ctx, 0.0))
+        self._deal(task, ready, step, ctx, 0.0, chunk)
         remaining = self.n_local
         clock = self.clocks[0]
         while remaining:
+            while pending and arrivals.grid:
+                got = arrivals.next(block=False)
+                if got is None:
+                    break
+                self._deal(task, got[0], step, ctx, got[1], chunk)
             try:
                 item = self.tasks.get_nowait()
             except queue.Empty:
@@ -173,8 +182,7 @@ class Dispatch:
             clock.stop()
             if pending:
                 ready, waited = arrivals.next()
-                for part in chunks(ready, chunk):
-                    self.tasks.put((task, part, step, ctx, waited))
+                self._deal(task, ready, step, ctx, waited, chunk)
             else:
                 self.watch.waiting_for = f"step {step} phase {arrivals.k}: tasks on workers"
                 t = time.perf_counter()
@@ -182,12 +190,23 @@ class Dispatch:
                 self.tally.wait_seconds += time.perf_counter() - t
         clock.stop()
 
+    def _deal(
+        self, task: Callable, ready: np.ndarray, step: int, ctx: Context, waited: float, size: int
+    ) -> None:
+        """Queue ``ready``'s tasks in runs (:func:`chunks`) of at most ``size``."""
+        put = self.tasks.put
+        for part in chunks(ready, size):
+            put((task, part, step, ctx, waited))
+
     def copy_local(self, flat: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
         """:func:`~grapeshot.runtime.copies.copy_within`, shared out among this rank's
         threads (main thread, between phases: the workers are idle).
 
         With one rank and several threads every halo is local: copied by this thread alone it
-        would keep the workers waiting at every exchange for a pass over all the halos.
+        would keep the workers waiting at every exchange for a pass over all the halos. On
+        shared cores the wait for a worker's share is mostly the worker's wake-up (2-4 ms for
+        0.15 ms of copying); copying the shares it has not begun here instead only moved that
+        delay into the phase's tasks (docs/runtime.md, threads).
         """
         if self.threads == 1 or src.size < SPLIT_COPIES:
             copy_within(flat, src, dst)
@@ -195,13 +214,14 @@ class Dispatch:
         cut = np.linspace(0, src.size, self.threads + 1).astype(np.int64)
         for t in range(1, self.threads):
             piece = (src[cut[t] : cut[t + 1]], dst[cut[t] : cut[t + 1]])
-            self.tasks.put((self._copy_piece, [], (flat, *piece), None, 0.0))
+            self.tasks.put((self._copy_piece, (), (flat, *piece), None, 0.0))
         copy_within(flat, src[: cut[1]], dst[: cut[1]])
         for _ in range(1, self.threads):
             self.copied.get()
 
     def _copy_piece(self, todo, arrays, ctx, waited, rows, thread) -> None:
-        """A worker's share of :meth:`copy_local` (the signature of a task)."""
+        """A worker's share of :meth:`copy_local` (the signature of a task; it tells
+        :meth:`copy_local`, not the ready queue's count, that it is done)."""
         copy_within(*arrays)
         self.copied.put(None)
 
