@@ -36,7 +36,7 @@ ROOT = HERE.parent
 #: Benchmarks that need ranks: the launcher's arguments before the script.
 LAUNCH = {"bench_runtime": ["-n", "2"], "bench_exchange_mpi": ["-n", "4"]}
 #: Arguments after the script: ``--large`` adds the exascale sizes of issue 25 (slow).
-ARGS = {"bench_place": ["--large"]}
+ARGS = {"bench_place": ["--large"], "bench_sim": ["--large"]}
 
 
 @dataclass

@@ -125,7 +125,7 @@ def test_missing_folders_below_an_existing_one_are_created(tmp_path: Path) -> No
     ("args", "starts"),
     [
         (("place", "--machine", "cm5", "--synthetic", "binary:parts=100000x100000"),
-         "--synthetic binary:parts=100000x100000: needs about 9.5 TiB (10,399,865,600,448 "
+         "--synthetic binary:parts=100000x100000: needs about 2.8 TiB (3,039,976,000,080 "
          "bytes) to build the workload, more than the"),
         (("trace", "flip", "--scene", "dambreak", "--parts", "4,4", "--steps", "2", "--cells",
           "100000", "--out", "{tmp}/f.h5"),

@@ -28,17 +28,20 @@ from grapeshot.model.errors import InputError
 #: Bytes of one float64 or int64.
 WORD = 8
 #: Peak bytes per halo message while :func:`grapeshot.model.workload.grid_halo` builds the
-#: graph (every stencil offset's source, destination and byte arrays, their concatenation,
-#: the sort that merges duplicate pairs): 110 to 122 measured on 2-D and 3-D grids.
-HALO_BUILD_BYTES_PER_MESSAGE = 112
+#: graph: its CSR, written row by row (16.3 to 17.0 measured on 2-D and 3-D grids; 110 to 122
+#: with the former per-offset arrays and the sort that merged duplicate pairs, which only a
+#: periodic grid needs now; issue 25).
+HALO_BUILD_BYTES_PER_MESSAGE = 20
 #: Bytes per halo message a built workload keeps (destination and bytes, int64 each).
 HALO_BYTES_PER_MESSAGE = 2 * WORD
 #: Bytes per partition outside the cost array: the halo's row pointers, the placement, the
 #: per-partition sums of the metrics.
 BYTES_PER_PARTITION = 64
-#: Bytes per task of the cluster simulator (a partition's step, per phase): its event
-#: queue, start and end times and the per-task records of its result (70 to 78 measured).
-SIM_BYTES_PER_TASK = 80
+#: Bytes per task of the cluster simulator (a partition's step, per phase): its start and
+#: end times and its core (int32); its dependencies and the event queue are kept per
+#: partition, and the result's sums are made without per-task arrays (20.6 measured: 16,384
+#: partitions on 128 nodes, 100 and 400 steps, beside the workload's cost; issue 25).
+SIM_BYTES_PER_TASK = 24
 #: Bytes per task of a simulated timeline's window: the task's event and its messages'
 #: records while the run is recorded, then its Chrome-trace event (1,000 to 1,300 measured).
 TIMELINE_BYTES_PER_TASK = 1_400

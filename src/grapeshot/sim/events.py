@@ -35,20 +35,55 @@ from grapeshot.sim.collectives import collective_release_into
 from grapeshot.sim.event_heap import READY, TASK_END, push_event
 from grapeshot.sim.kernel_state import C_MSGS, N_BUSY, Clocks, Net, Out, Plan, Queues
 from grapeshot.sim.node_clock import advance, join_span
+from grapeshot.sim.prefetch import prefetch
 from grapeshot.sim.ready_queues import enqueue, free_core, take
 from grapeshot.sim.transfer import transmit
 
 
 @njit(cache=True, inline="always")
-def meet_dependency(plan: Plan, qs: Queues, clk: Clocks, task: int, p: int, t: float) -> None:
-    """One dependency of ``task`` (of partition ``p``) is met at ``t`` (s).
+def ring_base(plan: Plan, sp: int) -> int:
+    """The first ring slot of the segment's phase ``sp``: ``(sp % 2) * P``.
+
+    A partition's dependency count and earliest start are kept for two tasks only, its
+    current one (the first it has not finished) and the next: no message or release can
+    reach a task further on, since that needs a neighbour past the current task's phase,
+    which needs this partition's halo from it. Slot ``(sp % 2) * P + p`` holds task
+    ``(sp, p)``, set up when the same partition's task two phases earlier ends
+    (:func:`reset_slot`): 12 bytes per partition for the run rather than per task.
+    """
+    return (sp & 1) * plan.n_parts
+
+
+@njit(cache=True, inline="always")
+def reset_slot(plan: Plan, clk: Clocks, sp: int, p: int) -> None:
+    """Set up the ring slot of task ``(sp, p)``, ``sp >= 2``, as it waits at the start: for
+    its partition's previous task, one message per halo edge and, on a step's first phase
+    with a global operation, its node's release; earliest start the segment's start."""
+    slot = ring_base(plan, sp) + p
+    deps = plan.in_deg[p] + 1
+    if plan.sync and sp % plan.phases == 0:
+        deps += 1
+    clk.dep[slot] = deps
+    clk.ready_t[slot] = plan.t0
+
+
+@njit(cache=True, inline="always")
+def meet_dependency(
+    plan: Plan, qs: Queues, clk: Clocks, task: int, slot: int, p: int, t: float
+) -> None:
+    """One dependency of ``task`` (of partition ``p``, ring slot ``slot``) is met at ``t`` (s).
 
     With none left it joins its queue now, or gets a ``READY`` event at its earliest start.
     """
-    clk.dep[task] -= 1
-    if clk.dep[task] == 0:
-        if clk.ready_t[task] > t:
-            push_event(clk, clk.ready_t[task], task, READY)
+    clk.dep[slot] -= 1
+    if clk.dep[slot] == 0:
+        # What its start reads (start_task), wanted once it reaches its queue's head.
+        prefetch(plan.in_extra, p)
+        prefetch(plan.out_extra, p)
+        if plan.phases == 1:
+            prefetch(plan.cost, plan.step0 * plan.n_parts + task)
+        if clk.ready_t[slot] > t:
+            push_event(clk, clk.ready_t[slot], task, READY)
         else:
             enqueue(plan, qs, task, p)
 
@@ -84,7 +119,23 @@ def dispatch(plan: Plan, qs: Queues, clk: Clocks, out: Out, t: float) -> None:
         while qs.q_len[q] > 0 and qs.fc_len[q] > 0:
             task, core = take(qs, q)
             start_task(plan, clk, out, task, core, t)
+            if qs.q_len[q] > 0:
+                _prefetch_start(plan, out, qs.q_buf[qs.q_ptr[q] + qs.q_head[q]])
     qs.n_touched[0] = 0
+
+
+@njit(cache=True, inline="always")
+def _prefetch_start(plan: Plan, out: Out, task: int) -> None:
+    """Ask for what :func:`start_task` of ``task`` (its queue's new head, next to start on
+    one of the queue's cores) reads and writes."""
+    p = task % plan.n_parts
+    prefetch(plan.in_extra, p)
+    prefetch(plan.out_extra, p)
+    if plan.phases == 1:
+        prefetch(plan.cost, plan.step0 * plan.n_parts + task)
+    prefetch(out.task_start, task)
+    prefetch(out.task_end, task)
+    prefetch(out.task_core, task)
 
 
 @njit(cache=True)
@@ -104,18 +155,26 @@ def record_message(out: Out, src: int, dst: int, step: int, t0: float, t1: float
 @njit(cache=True, inline="always")
 def send_halo(
     net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, p: int, node: int, e: int,
-    base: int, step_g: int, t: float,
+    base: int, rbase: int, step_g: int, t: float,
 ) -> None:  # fmt: skip
     """Partition ``p`` on ``node`` sends halo message ``e`` at ``t`` (s), in global step ``step_g``.
 
-    It is for task ``base + receiver``. A message to another node is transmitted now, counted
-    in the step's bytes and in the receiving node's communication span, and its delivery
-    becomes its task's earliest start if later; either way the task meets a dependency.
+    It is for task ``base + receiver``, ring slot ``rbase + receiver``. A message to another
+    node is transmitted now, counted in the step's bytes and in the receiving node's
+    communication span, and its delivery becomes its task's earliest start if later; either
+    way the task meets a dependency.
     """
     dp = plan.out_idx[e]
     dst_task = base + dp
+    dst_slot = rbase + dp
     dn = plan.node_of[dp]
     if dn != node:
+        # The receiver's clock row (two lines), bytes and NIC, wanted after the network walk.
+        width = clk.nst.shape[1]
+        prefetch(clk.nst, dn * width)
+        prefetch(clk.nst, dn * width + width - 1)
+        prefetch(out.bytes_recv, step_g * out.bytes_recv.shape[1] + dn)
+        prefetch(net.recv_free, dn)
         b = plan.out_bytes[e]
         arrive = transmit(net, node, dn, b, t)
         out.bytes_sent[step_g, node] += b
@@ -123,28 +182,37 @@ def send_halo(
         advance(clk.nst, dn, t)
         if arrive > t:
             join_span(clk.nst, dn, t, arrive)
-        if arrive > clk.ready_t[dst_task]:
-            clk.ready_t[dst_task] = arrive
+        if arrive > clk.ready_t[dst_slot]:
+            clk.ready_t[dst_slot] = arrive
         if out.rec_lo <= step_g < out.rec_hi:
             record_message(out, p, dp, step_g, t, arrive, b)
-    meet_dependency(plan, qs, clk, dst_task, dp, t)
+    meet_dependency(plan, qs, clk, dst_task, dst_slot, dp, t)
 
 
 @njit(cache=True, inline="always")
 def partition_done(
     net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, p: int, node: int, nxt: int,
-    step_g: int, t: float,
+    rbase: int, step_g: int, t: float,
 ) -> None:  # fmt: skip
     """Partition ``p`` on ``node`` is done at ``t`` (s) with the phase before its task ``nxt``.
 
     Task ``nxt`` meets a dependency, then ``p``'s halo messages of that phase (of global step
-    ``step_g``) leave for the tasks of ``nxt``'s phase.
+    ``step_g``) leave for the tasks of ``nxt``'s phase, whose ring slots start at ``rbase``.
     """
-    meet_dependency(plan, qs, clk, nxt, p, t)
     lo, hi = plan.out_ptr[p], plan.out_ptr[p + 1]
+    base = nxt - p
+    # Ask for every receiver's lines first: the loop below walks them one message at a time.
+    for e in range(lo, hi):
+        dp = plan.out_idx[e]
+        prefetch(plan.out_bytes, e)
+        prefetch(plan.node_of, dp)
+        prefetch(clk.dep, rbase + dp)
+        prefetch(clk.ready_t, rbase + dp)
+        prefetch(plan.queue_of, dp)
+    meet_dependency(plan, qs, clk, nxt, rbase + p, p, t)
     clk.ctr[C_MSGS] += hi - lo
     for e in range(lo, hi):
-        send_halo(net, plan, qs, clk, out, p, node, e, nxt - p, step_g, t)
+        send_halo(net, plan, qs, clk, out, p, node, e, base, rbase, step_g, t)
 
 
 @njit(cache=True)
@@ -155,14 +223,15 @@ def release_step(plan: Plan, qs: Queues, clk: Clocks, s_loc: int, t: float) -> N
     first tasks of step ``s_loc``, and meets one of their dependencies.
     """
     base = s_loc * plan.phases * plan.n_parts
+    rbase = ring_base(plan, s_loc * plan.phases)
     for k in range(clk.release.shape[0]):
         rk = clk.release[k]
         for i in range(plan.node_part_ptr[k], plan.node_part_ptr[k + 1]):
             p = plan.node_parts[i]
             nt = base + p
-            if rk > clk.ready_t[nt]:
-                clk.ready_t[nt] = rk
-            meet_dependency(plan, qs, clk, nt, p, t)
+            if rk > clk.ready_t[rbase + p]:
+                clk.ready_t[rbase + p] = rk
+            meet_dependency(plan, qs, clk, nt, rbase + p, p, t)
 
 
 @njit(cache=True)
@@ -206,12 +275,15 @@ def end_step(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, s_loc: int
 def on_task_end(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, task: int, t: float):
     """``TASK_END`` of ``task`` at ``t`` (s): free its core and count its step.
 
-    Returns ``(p, node, nxt, step_g)`` for :func:`partition_done`: the task's partition and
-    node, the partition's next task (-1 after the segment's last phase: the next segment's
-    ``PART_START`` sends that halo) and the task's global step.
+    Returns ``(p, node, nxt, rbase, step_g)`` for :func:`partition_done`: the task's partition
+    and node, the partition's next task (-1 after the segment's last phase: the next segment's
+    ``PART_START`` sends that halo), the ring slots of ``nxt``'s phase and the task's global
+    step. The task's own ring slot is set up for the partition's task two phases on.
     """
     p = task % plan.n_parts
     sp = task // plan.n_parts
+    if sp + 2 < plan.n_sp:
+        reset_slot(plan, clk, sp + 2, p)
     core = out.task_core[task]
     node = plan.core_node[core]
     advance(clk.nst, node, t)
@@ -224,4 +296,4 @@ def on_task_end(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, task: i
     if clk.step_rem[s_loc] == 0:
         end_step(net, plan, qs, clk, out, s_loc, t)
     nxt = task + plan.n_parts if sp + 1 < plan.n_sp else -1
-    return p, node, nxt, plan.step0 + s_loc
+    return p, node, nxt, ring_base(plan, sp + 1), plan.step0 + s_loc

@@ -1,6 +1,6 @@
 """The event kernel: one segment of a program (between two rebalancing points) in numba.
 
-Events live in one binary heap ordered by (time, sequence number): ties go to the event pushed
+Events live in one (4-ary) heap ordered by (time, sequence number): ties go to the event pushed
 first, so the same inputs give the same schedule, bit for bit (:mod:`grapeshot.sim.event_heap`).
 Each event kind is one function of :mod:`grapeshot.sim.events`; a task whose dependencies are
 all met joins its ready queue (:mod:`grapeshot.sim.ready_queues`), and after every event the
@@ -15,10 +15,18 @@ from __future__ import annotations
 
 from numba import njit
 
-from grapeshot.sim.event_heap import PART_START, READY, TASK_END, pop_event, push_event
-from grapeshot.sim.events import dispatch, on_task_end, partition_done
+from grapeshot.sim.event_heap import (
+    PART_START,
+    READY,
+    TASK_END,
+    peek_event,
+    pop_event,
+    push_event,
+)
+from grapeshot.sim.events import dispatch, on_task_end, partition_done, ring_base
 from grapeshot.sim.kernel_state import C_EVENTS, C_MSGS, Clocks, Net, Out, Plan, Queues
 from grapeshot.sim.node_clock import close_spans
+from grapeshot.sim.prefetch import prefetch
 from grapeshot.sim.ready_queues import append, enqueue, touch
 
 
@@ -40,6 +48,21 @@ def _seed(plan: Plan, qs: Queues, clk: Clocks) -> None:
         touch(qs, q)
 
 
+@njit(cache=True, inline="always")
+def _prefetch_next(plan: Plan, clk: Clocks, out: Out) -> None:
+    """Ask for the lines the next event (the heap's top now) will read first, while this one
+    runs: a task end's core, its partition's next task and halo list."""
+    kind, item = peek_event(clk)
+    if kind == TASK_END:
+        p = item % plan.n_parts
+        prefetch(out.task_core, item)
+        prefetch(plan.out_ptr, p)
+        prefetch(plan.queue_of, p)
+        slot = ring_base(plan, item // plan.n_parts + 1) + p
+        prefetch(clk.dep, slot)
+        prefetch(clk.ready_t, slot)
+
+
 @njit(cache=True, _nrt=False)
 def run_segment(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out) -> int:
     """Run the segment ``plan``: steps ``plan.step0 ..`` ``+ plan.n_sp / plan.phases``.
@@ -55,17 +78,23 @@ def run_segment(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out) -> int:
         if clk.ctr[C_EVENTS] == 0:
             break
         t, kind, item = pop_event(clk)
+        if kind == TASK_END:  # its halo list, whose row pointer the last event asked for
+            e = plan.out_ptr[item % plan.n_parts]
+            prefetch(plan.out_idx, e)
+            prefetch(plan.out_bytes, e)
+        if clk.ctr[C_EVENTS] > 0:
+            _prefetch_next(plan, clk, out)
         if kind == READY:
             enqueue(plan, qs, item, item % plan.n_parts)
             continue
         # A task end or a partition's arrival: the partition is done with a phase, so its
         # next task meets a dependency and its halo leaves (one call site: numba inlines it).
         if kind == TASK_END:
-            p, node, nxt, step_g = on_task_end(net, plan, qs, clk, out, item, t)
+            p, node, nxt, rbase, step_g = on_task_end(net, plan, qs, clk, out, item, t)
             if nxt < 0:
                 continue
         else:  # PART_START of partition ``item``, after the previous segment's last step
-            p, node, nxt, step_g = item, plan.node_of[item], item, plan.step0 - 1
-        partition_done(net, plan, qs, clk, out, p, node, nxt, step_g, t)
+            p, node, nxt, rbase, step_g = item, plan.node_of[item], item, 0, plan.step0 - 1
+        partition_done(net, plan, qs, clk, out, p, node, nxt, rbase, step_g, t)
     close_spans(clk.nst, t, out.comm_time, out.hidden_time)
     return clk.ctr[C_MSGS]

@@ -55,6 +55,12 @@ _N_COLUMNS = 10
 # (ties in time go to the event pushed first), messages sent so far.
 C_EVENTS, C_SEQ, C_MSGS = range(3)
 
+# The event heap's layout (:mod:`grapeshot.sim.event_heap`): float64 slots per entry (time,
+# sequence number, payload, padding), and the offset of entry 0, in entries, that starts the
+# children ``4 i + 1 .. 4 i + 4`` of every entry ``i`` at a multiple of four entries.
+HEAP_SLOTS = 4
+HEAP_OFFSET = 3
+
 
 class Net(NamedTuple):
     """The machine's network: its parameters as scalars and its NICs' and links' state.
@@ -102,6 +108,7 @@ class Plan(NamedTuple):
     out_ptr: np.ndarray  #: int64, (P + 1,): halo CSR, messages partition p sends
     out_idx: np.ndarray  #: int64, (E,): their receivers
     out_bytes: np.ndarray  #: float64, (E,): their sizes, bytes
+    in_deg: np.ndarray  #: int64, (P,): messages each partition receives per phase
     node_of: np.ndarray  #: int64, (P,)
     queue_of: np.ndarray  #: int64, (P,): each partition's ready queue
     core_node: np.ndarray  #: int64, (cores,): each core's node
@@ -137,12 +144,12 @@ class Queues(NamedTuple):
 class Clocks(NamedTuple):
     """Time in the kernel: the event heap, what each task waits for, and each node's clock."""
 
-    ht: np.ndarray  #: float64, (cap,): event times, s (binary heap)
-    hs: np.ndarray  #: int64, (cap,): event sequence numbers
-    hp: np.ndarray  #: int64, (cap,): event payloads, ``item << 2 | kind``
+    heap: np.ndarray  #: float64: the event heap, 4-ary, interleaved time, sequence number and
+    #: payload ``item << 2 | kind`` (:mod:`grapeshot.sim.event_heap`)
     ctr: np.ndarray  #: int64, (3,): ``C_EVENTS``, ``C_SEQ``, ``C_MSGS``
-    dep: np.ndarray  #: int32, (T,): dependencies each task still waits for
-    ready_t: np.ndarray  #: float64, (T,): each task's earliest start, s
+    dep: np.ndarray  #: int32, (2 P,): dependencies a task still waits for (a ring of two
+    #: tasks per partition, slot ``(phase % 2) * P + p``: :func:`grapeshot.sim.events.ring_base`)
+    ready_t: np.ndarray  #: float64, (2 P,): that task's earliest start, s (same ring)
     nst: np.ndarray  #: float64, (n, 10): per-node accounting, columns ``N_*``
     step_rem: np.ndarray  #: int64, (steps,): tasks each step still runs
     node_step_last: np.ndarray  #: float64, (n,): each node's last task end this step, s
@@ -156,7 +163,7 @@ class Out(NamedTuple):
 
     task_start: np.ndarray  #: float64, (T,), s
     task_end: np.ndarray  #: float64, (T,), s
-    task_core: np.ndarray  #: int64, (T,): global core id
+    task_core: np.ndarray  #: int32, (T,): global core id
     step_task_end: np.ndarray  #: float64, (steps,): each step's last task end, s
     step_release: np.ndarray  #: float64, (steps,): each step's last release, s
     node_release: np.ndarray  #: float64, (n,): the last release of each node, s
@@ -230,6 +237,7 @@ def segment_plan(
         out_ptr=program.out_ptr,
         out_idx=program.out_idx,
         out_bytes=program.out_bytes,
+        in_deg=program.in_deg,
         node_of=layout.node_of,
         queue_of=layout.queue_of,
         core_node=layout.core_node,
@@ -257,7 +265,7 @@ def new_out(program: Program, n_nodes: int, window: tuple[int, int]) -> Out:
     return Out(
         task_start=np.empty(n_tasks),
         task_end=np.empty(n_tasks),
-        task_core=np.empty(n_tasks, dtype=np.int64),
+        task_core=np.empty(n_tasks, dtype=np.int32),
         step_task_end=np.zeros(n_steps),
         step_release=np.zeros(n_steps),
         node_release=np.zeros(n_nodes),
@@ -330,12 +338,13 @@ def new_clocks(plan: Plan, in_deg: np.ndarray, n_cores: int, node_cores: np.ndar
     # first phase of a step also for its node's release with a global operation. The first
     # tasks of the run wait for nothing; those after a rebalancing point for their
     # partition's arrival (a PART_START) and its neighbours' messages.
-    dep = np.empty((n_sp, n_parts), dtype=np.int32)
+    # Only the first two phases' tasks: the kernel sets up each later one in its ring slot
+    # when the partition's task two phases before it ends (events.reset_slot).
+    dep = np.empty((2, n_parts), dtype=np.int32)
     dep[:] = in_deg + 1
-    if plan.sync:
-        dep[phases::phases] += 1
-    if n_sp:
-        dep[0] = in_deg + 1 if plan.carry_in else 0
+    if plan.sync and phases == 1:
+        dep[1] += 1
+    dep[0] = in_deg + 1 if plan.carry_in else 0
     n = node_cores.shape[0]
     nst = np.zeros((n, _N_COLUMNS))
     nst[:, N_LAST] = plan.t0
@@ -344,12 +353,10 @@ def new_clocks(plan: Plan, in_deg: np.ndarray, n_cores: int, node_cores: np.ndar
     # has one current task) are ever in the heap.
     cap = 2 * n_parts + n_cores + 16
     return Clocks(
-        ht=np.empty(cap),
-        hs=np.empty(cap, dtype=np.int64),
-        hp=np.empty(cap, dtype=np.int64),
+        heap=np.empty(HEAP_SLOTS * (cap + HEAP_OFFSET)),
         ctr=np.zeros(3, dtype=np.int64),
         dep=dep.reshape(-1),
-        ready_t=np.full(n_sp * n_parts, plan.t0),
+        ready_t=np.full(2 * n_parts, plan.t0),
         nst=nst,
         step_rem=np.full(n_sp // phases, n_parts * phases, dtype=np.int64),
         node_step_last=np.full(n, plan.t0),
