@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from grapeshot.model.errors import InputError
 
@@ -205,48 +204,16 @@ def _grid_csr(
     ext = [np.ascontiguousarray(e, dtype=np.int64) for e in extents]
     while len(ext) < 3:
         ext.append(np.ones(1, dtype=np.int64))
+    from grapeshot.model.grid_rows import grid_rows  # numba: not for `trace import --help`
+
     n = math.prod(parts_shape)
     indptr = np.zeros(n + 1, dtype=np.int64)
     args = (shape3, ext[0], ext[1], ext[2], len(parts_shape), ghost, cell_bytes, corners)
-    _grid_rows(*args, indptr, np.empty(0, np.int64), np.empty(0, np.int64), False)
+    grid_rows(*args, indptr, np.empty(0, np.int64), np.empty(0, np.int64), False)
     indices = np.empty(int(indptr[-1]), dtype=np.int64)
     nbytes = np.empty(int(indptr[-1]), dtype=np.int64)
-    _grid_rows(*args, indptr, indices, nbytes, True)
+    grid_rows(*args, indptr, indices, nbytes, True)
     return HaloGraph(indptr, indices, nbytes)
-
-
-@njit(cache=True)
-def _grid_rows(shape3, e0, e1, e2, ndim, ghost, cell_bytes, corners, indptr, indices, nbytes, fill):
-    """Count (``fill=False``: ``indptr``) or write (``indices``, ``nbytes``) each partition's
-    halo messages: to every neighbour at an offset in ``{-1, 0, 1}^ndim`` (faces only without
-    ``corners``), ``ghost`` layers of the shared face, edge or corner, in cells of the sender."""
-    nx, ny, nz = shape3[0], shape3[1], shape3[2]
-    k = 0
-    for i in range(nx):
-        for j in range(ny):
-            for m in range(nz):
-                p = (i * ny + j) * nz + m
-                indptr[p] = k
-                for dx in range(-1, 2):
-                    for dy in range(-1, 2):
-                        for dz in range(-1, 2):
-                            if ndim == 2 and dz != 0:
-                                continue
-                            nonzero = (dx != 0) + (dy != 0) + (dz != 0)
-                            if nonzero == 0 or (not corners and nonzero > 1):
-                                continue
-                            a, b, c = i + dx, j + dy, m + dz
-                            if a < 0 or a >= nx or b < 0 or b >= ny or c < 0 or c >= nz:
-                                continue
-                            if fill:
-                                cells = min(ghost, e0[i]) if dx != 0 else e0[i]
-                                cells *= min(ghost, e1[j]) if dy != 0 else e1[j]
-                                if ndim == 3:
-                                    cells *= min(ghost, e2[m]) if dz != 0 else e2[m]
-                                indices[k] = (a * ny + b) * nz + c
-                                nbytes[k] = cells * cell_bytes
-                            k += 1
-    indptr[nx * ny * nz] = k
 
 
 @dataclass(frozen=True, eq=False)
