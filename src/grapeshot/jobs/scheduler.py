@@ -111,6 +111,26 @@ def _corrected(j, w, c, run, limit, incr, lead, cptr, cwall):
 
 
 @njit(cache=True)
+def _fire_due(j, t, run, limit, incr, cptr, cwall, lead, start, wtr, ncorr, noop, ist, ht, hk, hj):
+    """Fire running job ``j``'s corrections due by ``t`` (each ``lead`` s before its walltime
+    then), count those that change nothing, and schedule its next one, if any."""
+    w = wtr[j]
+    c = ncorr[j]
+    while True:
+        nw = _corrected(j, w, c, run, limit, incr, lead, cptr, cwall)
+        if nw == NO_CORRECTION or start[j] + (w - lead) > t:
+            break
+        if run[j] <= w:  # it would have ended within the walltime it had
+            noop[j] += 1
+        w = nw
+        c += 1
+    wtr[j] = w
+    ncorr[j] = c
+    if _corrected(j, w, c, run, limit, incr, lead, cptr, cwall) != NO_CORRECTION:
+        ist[S_HN] = _push(ht, hk, hj, ist[S_HN], start[j] + (w - lead), CORRECT, j)
+
+
+@njit(cache=True)
 def _start(
     j,
     t,
@@ -136,18 +156,10 @@ def _start(
 ):
     """Start job ``j`` at ``t``: fire due corrections, schedule its end and next correction."""
     start[j] = t
+    # Corrections due at the start (a walltime within ``lead`` s of 0), and the next one.
+    _fire_due(j, t, run, limit, incr, cptr, cwall, lead, start, wtr, ncorr, noop, ist, ht, hk, hj)
     w = wtr[j]
     c = ncorr[j]
-    while True:  # corrections due at the start (a walltime within ``lead`` s of 0)
-        nw = _corrected(j, w, c, run, limit, incr, lead, cptr, cwall)
-        if nw == NO_CORRECTION or t + (w - lead) > t:
-            break
-        if run[j] <= w:  # it would have ended within the walltime it had
-            noop[j] += 1
-        w = nw
-        c += 1
-    wtr[j] = w
-    ncorr[j] = c
     # Where the corrections will stop: the job's final walltime decides whether it is killed.
     wf = w
     cf = c
@@ -163,8 +175,6 @@ def _start(
     else:
         end[j] = t + run[j]
     ist[S_HN] = _push(ht, hk, hj, ist[S_HN], end[j], END, j)
-    if _corrected(j, w, c, run, limit, incr, lead, cptr, cwall) != NO_CORRECTION:
-        ist[S_HN] = _push(ht, hk, hj, ist[S_HN], t + (w - lead), CORRECT, j)
     ist[S_FREE] -= size[j]
     pos[j] = ist[S_RN]
     running[ist[S_RN]] = j
@@ -508,20 +518,10 @@ def run_kernel(
                 dord[ist[S_DONE]] = j
                 ist[S_DONE] += 1
             else:
-                w = wtr[j]
-                c = ncorr[j]
-                while True:
-                    nw = _corrected(j, w, c, run, limit, incr, lead, cptr, cwall)
-                    if nw == NO_CORRECTION or start[j] + (w - lead) > t:
-                        break
-                    if run[j] <= w:
-                        noop[j] += 1
-                    w = nw
-                    c += 1
-                wtr[j] = w
-                ncorr[j] = c
-                if _corrected(j, w, c, run, limit, incr, lead, cptr, cwall) != NO_CORRECTION:
-                    ist[S_HN] = _push(ht, hk, hj, ist[S_HN], start[j] + (w - lead), CORRECT, j)
+                _fire_due(
+                    j, t, run, limit, incr, cptr, cwall, lead, start, wtr, ncorr, noop, ist, ht,
+                    hk, hj,
+                )  # fmt: skip
         while na < n and submit[na] == t:
             if pred_mode == PRED_ASK and pver[na] != ist[S_DONE]:
                 # The prediction of job ``na`` (if any) was made before the latest completion:
