@@ -29,7 +29,9 @@ corrections of a job are computed as soon as its prediction is known (the job's 
 decides how many fire, as it would on the cluster), in one batch with the prediction.
 
 The class is instantiated once per simulation, with ``seed=`` if its ``__init__`` takes it.
-``examples/policy/ave2_simple.py`` reproduces the built-in ``easy++-simple`` bit for bit.
+``examples/policy/ave2_simple.py`` reproduces the built-in ``easy++-simple`` bit for bit. A
+class whose ``predict`` is a numba ``@njit`` function is a compiled plug-in, called inside the
+kernel (:mod:`grapeshot.jobs.plugin_compiled`).
 Anything that goes wrong inside the plug-in (import, missing method, an exception, a
 prediction that is not a positive finite number of seconds) is one line naming the spec and
 the job.
@@ -46,20 +48,21 @@ import numpy as np
 
 from grapeshot.jobs.clean import SEVEN_DAYS
 from grapeshot.jobs.correct import LEAD_S
+from grapeshot.jobs.plugin_compiled import check_compiled, is_compiled, run_compiled
 from grapeshot.jobs.scheduler import (
     BACKFILL,
+    MAX_CORRECTIONS,
     MIN_PREDICTION_S,
     PRED_ASK,
+    S_DONE,
+    S_FREE,
+    S_NEXT,
     KernelState,
     run_kernel,
 )
 from grapeshot.jobs.simulate import Machine, Schedule, kernel_inputs, schedule_of
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError, exception_line
-
-#: More corrections than this for one job is a plug-in that never lets a walltime grow
-#: enough (e.g. +1 ms each time): refused rather than looped.
-MAX_CORRECTIONS = 10_000
 
 
 class Job(NamedTuple):
@@ -79,6 +82,9 @@ class Job(NamedTuple):
         The walltime the user asked for (after COARE mode, at least 1 s), seconds.
     req_mem
         Requested memory per processor, KB (−1 if the log has none).
+    user_index
+        The user numbered 0 … n_users−1 (in the order of their ids), for a plug-in that
+        keeps per-user state in an array.
     """
 
     index: int
@@ -88,22 +94,72 @@ class Job(NamedTuple):
     submit: float
     request: float
     req_mem: float
+    user_index: int
 
 
-class Completed(NamedTuple):
+class Completed:
     """Completed jobs, in the order they completed; arrays of shape ``(k,)``.
 
-    ``runtime`` is ``end - start``: the time each job ran (shorter than asked if killed).
+    Attributes ``index`` (position in the trace), ``user``, ``procs``, ``submit``, ``request``,
+    ``start``, ``end`` and ``runtime`` (``end - start``: the time each job ran, shorter than
+    asked if killed), seconds for times. Each is gathered from the simulation's arrays when
+    read, so a plug-in pays only for the columns it uses (read each once).
     """
 
-    index: np.ndarray
-    user: np.ndarray
-    procs: np.ndarray
-    submit: np.ndarray
-    request: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    runtime: np.ndarray
+    __slots__ = ("_h", "index")
+    _fields = ("index", "user", "procs", "submit", "request", "start", "end", "runtime")
+
+    def __init__(self, index: np.ndarray, history: History) -> None:
+        self.index = index
+        self._h = history
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __repr__(self) -> str:
+        return f"Completed({len(self)} jobs: {', '.join(self._fields)})"
+
+    @property
+    def user(self) -> np.ndarray:
+        return self._h._user[self.index]
+
+    @property
+    def procs(self) -> np.ndarray:
+        return self._h._procs[self.index]
+
+    @property
+    def submit(self) -> np.ndarray:
+        return self._h._state.submit[self.index]
+
+    @property
+    def request(self) -> np.ndarray:
+        return self._h._request[self.index]
+
+    @property
+    def start(self) -> np.ndarray:
+        return self._h._state.start[self.index]
+
+    @property
+    def end(self) -> np.ndarray:
+        return self._h._state.end[self.index]
+
+    @property
+    def runtime(self) -> np.ndarray:
+        s = self._h._state
+        return s.end[self.index] - s.start[self.index]
+
+
+class _NoneCompleted(Completed):
+    """No job: the columns are empty arrays made once (since() is mostly empty)."""
+
+    __slots__ = Completed._fields[1:]
+
+    def __init__(self, index: np.ndarray, history: History) -> None:
+        super().__init__(index, history)
+        for name in self.__slots__:
+            column = getattr(Completed, name).fget(self)
+            column.flags.writeable = False
+            object.__setattr__(self, name, column)
 
 
 class History:
@@ -117,33 +173,18 @@ class History:
         self._state = state
         self._user = np.asarray(trace.user)
         self._procs = np.asarray(trace.procs)
-        self._submit = state.submit
         self._request = request
-        self._none = Completed(*(a[:0] for a in (state.done_order, self._user, self._procs,
-                                                  self._submit, request, state.start,
-                                                  state.end, state.end)))  # fmt: skip
+        self._none = _NoneCompleted(state.done_order[:0].copy(), self)
 
     def __len__(self) -> int:
-        return self._state.completed
+        return int(self._state.ist[S_DONE])
 
     def since(self, k: int = 0) -> Completed:
         """The jobs completed after the first ``k`` (all of them for ``k = 0``)."""
-        s = self._state
-        n = s.completed
+        n = int(self._state.ist[S_DONE])
         if k >= n:
             return self._none
-        idx = s.done_order[k:n].copy()
-        start, end = s.start[idx], s.end[idx]
-        return Completed(
-            idx,
-            self._user[idx],
-            self._procs[idx],
-            self._submit[idx],
-            self._request[idx],
-            start,
-            end,
-            end - start,
-        )
+        return Completed(self._state.done_order[k:n].copy(), self)
 
 
 @dataclass(frozen=True)
@@ -192,6 +233,8 @@ def load_plugin(spec: str) -> PluginPolicy:
     )
     if not callable(getattr(cls, "predict", None)):
         raise InputError(spec, f"{cls.__name__} has no predict(job, history)", "docs/jobs.md")
+    if is_compiled(cls):
+        check_compiled(spec, cls)
     corrects = callable(getattr(cls, "correct", None))
     kill = getattr(cls, "kill", "hard" if corrects else "request")
     if kill not in ("hard", "request"):
@@ -214,49 +257,65 @@ def simulate_plugin(
     if backfill not in BACKFILL:
         raise InputError("--backfill", f"got {backfill!r}", "one of " + ", ".join(BACKFILL))
     policy = plugin.instantiate(seed)
-    correct = getattr(policy, "correct", None)
     state, limit, _ = kernel_inputs(trace, plugin, machine, max_walltime)
+    if is_compiled(plugin.cls):
+        run_compiled(plugin.spec, plugin.cls, policy, state, trace, BACKFILL[backfill])
+        return schedule_of(state, trace, plugin.name, backfill, machine)
+    predict, correct = policy.predict, getattr(policy, "correct", None)
     n = len(trace)
     history = History(state, trace, state.req)
-    cols = (
-        np.asarray(trace.job_id).tolist(),
-        np.asarray(trace.user).tolist(),
-        np.asarray(trace.procs).tolist(),
-        state.submit.tolist(),
-        state.req.tolist(),
-        np.asarray(trace.req_mem, dtype=np.float64).tolist(),
+    job_id, user, procs = (np.asarray(a).tolist() for a in (trace.job_id, trace.user, trace.procs))
+    submit, req, run, hard, size, user_index = (
+        a.tolist() for a in (state.submit, state.req, state.run, limit, state.size, state.user)
     )
-    run = state.run.tolist()
-    hard = limit.tolist()
+    req_mem = np.asarray(trace.req_mem, dtype=np.float64).tolist()
     pred = np.zeros(n)
     cptr = np.zeros(n + 1, dtype=np.int64)
     walls = np.zeros(max(n, 16))  # every job's corrections, grown by doubling
     bf = BACKFILL[backfill]
     none = np.zeros(0)
     args = state.kernel_args(pred, none, LEAD_S, PRED_ASK, bf, chains=(cptr, walls))
-    pver, nwalls = state.pver, 0
-    predict = policy.predict
-    while not run_kernel(*args):  # returns at each arrival whose prediction is missing
-        j = state.next_arrival
-        t = cols[3][j]
-        done = state.completed
-        while j < n and cols[3][j] == t:  # every job of this instant: the same history
-            job = Job(j, cols[0][j], cols[1][j], cols[2][j], t, cols[4][j], cols[5][j])
-            p = _seconds(_call(plugin, "predict", predict, job, history), plugin, job)
-            w = p if p < job.request else job.request
+    ist, fst, pver, nwalls = state.ist, state.fst, state.pver, 0
+    # The kernel returns at an arrival whose prediction has not seen the latest completion,
+    # with a time before which no job can end (fst[1]): every arrival before then sees the
+    # same history, so one return predicts them all (in order, each once).
+    while not run_kernel(*args):
+        j0 = j = int(ist[S_NEXT])
+        if pver[j] >= 0:
+            raise RuntimeError(f"internal: job {j} would be predicted twice")
+        done, quiet, free = int(ist[S_DONE]), float(fst[1]), int(ist[S_FREE])
+        batch: list[float] = []
+        while j < n:
+            t = submit[j]
+            if j > j0 and not t < quiet:
+                break
+            job = Job(j, job_id[j], user[j], procs[j], t, req[j], req_mem[j], user_index[j])
+            try:
+                p = predict(job, history)
+            except Exception as exc:
+                raise _raised(plugin, "predict", exc, job) from None
+            w = _seconds(p, plugin, job)
+            w = w if w < job.request else job.request
             w = w if w > MIN_PREDICTION_S else MIN_PREDICTION_S
-            pred[j] = w
-            pver[j] = done
-            if correct is not None:
-                chain = _chain(plugin, correct, job, w, run[j], hard[j])
-                if nwalls + len(chain) > len(walls):
-                    walls = np.concatenate([walls, np.zeros(max(len(walls), len(chain)))])
-                    args = state.kernel_args(pred, none, LEAD_S, PRED_ASK, bf, chains=(cptr, walls))
-                for w in chain:
-                    walls[nwalls] = w
-                    nwalls += 1
+            batch.append(w)
+            r = run[j]
+            if correct is not None and w < hard[j] and r > w - LEAD_S:  # a correction fires
+                chain = _chain(plugin, correct, job, w, r, hard[j])
+                if chain:
+                    w = chain[-1]
+                    if nwalls + len(chain) > len(walls):
+                        walls = np.concatenate([walls, np.zeros(max(len(walls), len(chain)))])
+                        args = state.kernel_args(pred, none, LEAD_S, PRED_ASK, bf,
+                                                 chains=(cptr, walls))  # fmt: skip
+                    walls[nwalls : nwalls + len(chain)] = chain
+                    nwalls += len(chain)
             cptr[j + 1] = nwalls
+            if size[j] <= free:  # else it cannot start before a running job ends
+                end = t + (r if r < w else w)
+                quiet = end if end < quiet else quiet
             j += 1
+        pred[j0:j] = batch
+        pver[j0:j] = done
     return schedule_of(state, trace, plugin.name, backfill, machine)
 
 
@@ -268,7 +327,11 @@ def _chain(
     ``correct`` for the table of increments)."""
     out: list[float] = []
     while w < hard and run > w - LEAD_S:
-        new = _seconds(_call(plugin, "correct", correct, job, w - LEAD_S, w), plugin, job)
+        try:
+            new = correct(job, w - LEAD_S, w)
+        except Exception as exc:
+            raise _raised(plugin, "correct", exc, job) from None
+        new = _seconds(new, plugin, job)
         new = hard if new > hard else new
         if not new > w:
             break
@@ -284,18 +347,16 @@ def _chain(
     return out
 
 
-def _call(plugin: PluginPolicy, method: str, fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except InputError:
-        raise
-    except Exception as exc:
-        raise InputError(
-            plugin.spec, f"{method}() raised {exception_line(exc)} on job {args[0].job_id}"
-        ) from None
+def _raised(plugin: PluginPolicy, method: str, exc: Exception, job: Job) -> InputError:
+    """The one-line error for an exception raised inside the plug-in's ``method``."""
+    if isinstance(exc, InputError):
+        return exc
+    return InputError(plugin.spec, f"{method}() raised {exception_line(exc)} on job {job.job_id}")
 
 
 def _seconds(value: Any, plugin: PluginPolicy, job: Job) -> float:
+    if type(value) is float and 0.0 < value < math.inf:  # the common case, checked fast
+        return value
     try:
         x = float(value)
     except (TypeError, ValueError):

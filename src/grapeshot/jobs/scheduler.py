@@ -28,17 +28,42 @@ on the jobs completed so far and predict the jobs not yet submitted (no peeking)
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-from numba import njit
+from numba import cfunc, float64, int64, njit, uintp
 
 BACKFILL: dict[str, int] = {"fcfs": 0, "easy": 1, "sjbf": 2, "conservative": 3}
 END, CORRECT = 0, 1
-PRED_GIVEN, PRED_AVE2, PRED_ASK = 0, 1, 2
+PRED_GIVEN, PRED_AVE2, PRED_ASK, PRED_CALL, PRED_CALL_CORRECT = 0, 1, 2, 3, 4
 MIN_PREDICTION_S = 1.0
 NO_CORRECTION = -1.0
+#: Most corrections one job may get from a plug-in (more is a correction that never grows
+#: enough, e.g. +1 ms each time: refused rather than looped).
+MAX_CORRECTIONS = 10_000
 
 # Integer state slots.
-S_NEXT, S_QN, S_RN, S_FREE, S_HN, S_DONE = 0, 1, 2, 3, 4, 5
+S_NEXT, S_QN, S_RN, S_FREE, S_HN, S_DONE, S_STATUS = 0, 1, 2, 3, 4, 5, 6
+# Why a PRED_CALL run returned early (ist[S_STATUS]; the job is ist[S_NEXT]): the correction
+# chains need room, or the plug-in's answer (fst[1]) is not a positive number of seconds.
+ST_GROW, ST_BAD_PREDICTION, ST_BAD_CORRECTION, ST_TOO_MANY = 1, 2, 3, 4
+
+#: The signatures of a compiled plug-in's ``predict(job, done, ctx)`` and
+#: ``correct(job, elapsed, limit, ctx)`` as the kernel calls them (``ctx``: the address of the
+#: table of arrays they read, see :mod:`grapeshot.jobs.plugin_compiled`).
+PREDICT_SIG = float64(int64, int64, uintp)
+CORRECT_SIG = float64(int64, float64, float64, uintp)
+
+
+def _no_correct(j, elapsed, limit, ctx):
+    return 0.0
+
+
+@functools.cache
+def no_correct() -> object:
+    """The ``cfn`` of a compiled plug-in without ``correct`` (never called: ``PRED_CALL``),
+    compiled on first use, not at import: a C callback loads numba's whole compiler."""
+    return cfunc(CORRECT_SIG, cache=True)(_no_correct)
 
 
 @njit(cache=True)
@@ -111,6 +136,40 @@ def _corrected(j, w, c, run, limit, incr, lead, cptr, cwall):
 
 
 @njit(cache=True)
+def _final_wall(j, w, c, run, limit, incr, lead, cptr, cwall):
+    """Job ``j``'s walltime once every correction after its ``c``-th (at walltime ``w``) has
+    fired: it runs ``min(run, that)`` seconds."""
+    while True:
+        nw = _corrected(j, w, c, run, limit, incr, lead, cptr, cwall)
+        if nw == NO_CORRECTION:
+            return w
+        w = nw
+        c += 1
+
+
+@njit(cache=True)
+def _quiet_until(t, run, size, limit, incr, lead, cptr, cwall, wtr, end, running, queue, ist):
+    """A time before which no job can end: the earliest end of the running jobs, and ``t``
+    plus the shortest time a queued job that fits in the free resources can run (none frees
+    before the first of those ends, so a job that does not fit now cannot start before)."""
+    q = np.inf
+    for r in range(ist[S_RN]):
+        e = end[running[r]]
+        if e < q:
+            q = e
+    free = ist[S_FREE]
+    for i in range(ist[S_QN] if free > 0 else 0):
+        j = queue[i]
+        if size[j] > free:
+            continue
+        w = _final_wall(j, wtr[j], 0, run, limit, incr, lead, cptr, cwall)
+        e = t + (run[j] if run[j] < w else w)
+        if e < q:
+            q = e
+    return q
+
+
+@njit(cache=True)
 def _fire_due(j, t, run, limit, incr, cptr, cwall, lead, start, wtr, ncorr, noop, ist, ht, hk, hj):
     """Fire running job ``j``'s corrections due by ``t`` (each ``lead`` s before its walltime
     then), count those that change nothing, and schedule its next one, if any."""
@@ -158,17 +217,8 @@ def _start(
     start[j] = t
     # Corrections due at the start (a walltime within ``lead`` s of 0), and the next one.
     _fire_due(j, t, run, limit, incr, cptr, cwall, lead, start, wtr, ncorr, noop, ist, ht, hk, hj)
-    w = wtr[j]
-    c = ncorr[j]
     # Where the corrections will stop: the job's final walltime decides whether it is killed.
-    wf = w
-    cf = c
-    while True:
-        nw = _corrected(j, wf, cf, run, limit, incr, lead, cptr, cwall)
-        if nw == NO_CORRECTION:
-            break
-        wf = nw
-        cf += 1
+    wf = _final_wall(j, wtr[j], ncorr[j], run, limit, incr, lead, cptr, cwall)
     if run[j] > wf:
         killed[j] = 1
         end[j] = t + wf
@@ -442,6 +492,38 @@ def _schedule(
 
 
 @njit(cache=True)
+def _call_plugin(j, done, run, limit, req, lead, cptr, cwall, pfn, cfn, ctx, fst, corrects):
+    """Ask a compiled plug-in for job ``j``'s walltime (into ``fst[1]``) and its corrections
+    (into ``cwall`` from ``cptr[j]``, as a Python plug-in's chain); 0, or why not (``ST_*``).
+    """
+    k = cptr[j]
+    if k + MAX_CORRECTIONS > len(cwall):
+        return ST_GROW
+    p = pfn(j, done, ctx.ctypes.data)
+    if not (p > 0.0 and p < np.inf):  # an exception in the plug-in returns 0
+        fst[1] = p
+        return ST_BAD_PREDICTION
+    w = p if p < req[j] else req[j]
+    w = w if w > MIN_PREDICTION_S else MIN_PREDICTION_S
+    fst[1] = w
+    while corrects and w < limit[j] and run[j] > w - lead:
+        new = cfn(j, w - lead, w, ctx.ctypes.data)
+        if not (new > 0.0 and new < np.inf):
+            fst[1] = new
+            return ST_BAD_CORRECTION
+        new = limit[j] if new > limit[j] else new
+        if not new > w:
+            break
+        if k - cptr[j] == MAX_CORRECTIONS:
+            return ST_TOO_MANY
+        cwall[k] = new
+        k += 1
+        w = new
+    cptr[j + 1] = k
+    return 0
+
+
+@njit(cache=True)
 def run_kernel(
     submit,
     run,
@@ -473,10 +555,16 @@ def run_kernel(
     killed,
     fin,
     dord,
+    dstart,
+    dend,
+    duser,
     pver,
     ulast1,
     ulast2,
     ucount,
+    pfn,
+    cfn,
+    ctx,
     stop_after,
 ):
     """Advance the simulation; return True when every job has ended.
@@ -487,7 +575,11 @@ def run_kernel(
     ``stop_after``-th completion of this call happened. With ``pred_mode == PRED_ASK`` it
     also returns (False) at the arrival of a job whose prediction was not made on the jobs
     completed so far (``pver[j]``, the completions it saw, differs from the count now).
-    ``dord`` receives the jobs in the order they completed.
+    ``dord`` receives the jobs in the order they completed, ``dstart``, ``dend`` and ``duser``
+    their start, end and user in that order. With ``pred_mode == PRED_CALL`` the compiled
+    plug-in ``pfn`` (and ``cfn`` with ``PRED_CALL_CORRECT``) predicts each arriving job
+    (:func:`_call_plugin`); the call returns (False) with ``ist[S_STATUS]`` set if it cannot go
+    on.
     """
     n = len(submit)
     done_at_call = ist[S_DONE]
@@ -515,7 +607,11 @@ def run_kernel(
                 ulast1[u] = end[j] - start[j]
                 ucount[u] += 1
                 fin[j] = 1
-                dord[ist[S_DONE]] = j
+                k = ist[S_DONE]
+                dord[k] = j
+                dstart[k] = start[j]
+                dend[k] = end[j]
+                duser[k] = u
                 ist[S_DONE] += 1
             else:
                 _fire_due(
@@ -527,8 +623,22 @@ def run_kernel(
                 # The prediction of job ``na`` (if any) was made before the latest completion:
                 # return for one made on the jobs completed so far (this instant's ends are
                 # in; the arrivals and the scheduling pass of ``t`` resume on the next call).
+                # ``fst[1]``: until when the jobs completed stay these (the caller may predict
+                # every arrival before that at once).
                 ist[S_NEXT] = na
+                fst[1] = _quiet_until(
+                    t, run, size, limit, incr, lead, cptr, cwall, wtr, end, running, queue, ist
+                )
                 return False
+            if pfn is not None and pred_mode >= PRED_CALL:  # pruned when compiled without
+                status = _call_plugin(
+                    na, ist[S_DONE], run, limit, req, lead, cptr, cwall, pfn, cfn, ctx, fst,
+                    pred_mode == PRED_CALL_CORRECT,
+                )  # fmt: skip
+                if status != 0:
+                    ist[S_NEXT] = na
+                    ist[S_STATUS] = status
+                    return False
             if pred_mode == PRED_AVE2:
                 u = user[na]
                 p = req[na]
@@ -538,6 +648,8 @@ def run_kernel(
                         p = req[na]
                 if p < MIN_PREDICTION_S:
                     p = MIN_PREDICTION_S
+            elif pred_mode >= PRED_CALL:
+                p = fst[1]
             else:
                 p = pred0[na]
             wtr[na] = p
@@ -608,9 +720,9 @@ class KernelState:
         self.req = np.ascontiguousarray(req, dtype=np.float64)
         self.user = np.ascontiguousarray(user, dtype=np.int64)
         n_users = int(self.user.max()) + 1 if n else 1
-        self.ist = np.zeros(6, dtype=np.int64)
+        self.ist = np.zeros(7, dtype=np.int64)
         self.ist[S_FREE] = capacity
-        self.fst = np.zeros(1)
+        self.fst = np.zeros(2)  # the time now; a time before which no job ends (PRED_ASK)
         self.queue = np.zeros(n, dtype=np.int64)
         self.running = np.zeros(n, dtype=np.int64)
         self.pos = np.zeros(n, dtype=np.int64)
@@ -626,6 +738,9 @@ class KernelState:
         self.killed = np.zeros(n, dtype=np.int8)
         self.fin = np.zeros(n, dtype=np.int8)
         self.done_order = np.zeros(n, dtype=np.int64)
+        self.done_start = np.zeros(n)
+        self.done_end = np.zeros(n)
+        self.done_user = np.zeros(n, dtype=np.int64)
         self.pver = np.full(n, -1, dtype=np.int64)
         self.ulast1 = np.zeros(n_users)
         self.ulast2 = np.zeros(n_users)
@@ -672,9 +787,13 @@ class KernelState:
         backfill: int,
         stop_after: int = 0,
         chains: tuple[np.ndarray, np.ndarray] | None = None,
+        plugin: tuple | None = None,
     ) -> tuple:
         """The arguments of :func:`run_kernel` for :meth:`advance`; a caller that resumes the
-        kernel once per job (a plug-in policy) builds them once and calls ``run_kernel``."""
+        kernel once per job (a plug-in policy) builds them once and calls ``run_kernel``.
+        ``plugin`` = ``(pfn, cfn, ctx)``: a compiled plug-in (``PRED_CALL*`` modes); without
+        it the kernel is compiled with ``None`` there (calling through C callbacks' types costs
+        ~45 µs per call of the kernel, which a Python plug-in makes once per few jobs)."""
         cptr, cwall = chains if chains is not None else (_NO_CHAIN, _NO_WALLS)
         return (
             self.submit, self.run, self.size, self.limit,
@@ -682,8 +801,10 @@ class KernelState:
             np.ascontiguousarray(incr, dtype=np.float64), cptr, cwall, float(lead),
             int(pred_mode), int(backfill), self.ist, self.fst, self.queue, self.running,
             self.pos, self.ht, self.hk, self.hj, self.start, self.end, self.wtr, self.wtr0,
-            self.ncorr, self.noop, self.killed, self.fin, self.done_order, self.pver,
-            self.ulast1, self.ulast2, self.ucount, int(stop_after),
+            self.ncorr, self.noop, self.killed, self.fin, self.done_order, self.done_start,
+            self.done_end, self.done_user, self.pver, self.ulast1, self.ulast2, self.ucount,
+            *(plugin if plugin is not None else (None, None, None)),
+            int(stop_after),
         )  # fmt: skip
 
 
