@@ -252,6 +252,8 @@ def main() -> None:
     _wall(Balanced((size, 1), sweeps=1), 2, "reference", comm)
 
     parts = (8 * size, 8)
+    if "--parts" in sys.argv:  # e.g. --parts 64x64: the costs at many partitions per rank
+        parts = tuple(int(x) for x in sys.argv[sys.argv.index("--parts") + 1].split("x"))
     # Per task: the difference between runs of ``steps`` and ``short`` steps, so that what a
     # run pays once (placement, planning, warm-up, gathering the fields) is not counted.
     short = 10

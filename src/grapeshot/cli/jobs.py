@@ -38,7 +38,8 @@ SIMULATE_HELP = "\n\n".join(
         + ". `all` runs every one, `paper` the paper's seven; both mix with names "
         "(`paper,clairvoyant`) and with your own policies, `FILE.py:Class` or "
         "`package.module:Class` (a class with predict(job, history) and optionally "
-        "correct(job, elapsed, limit); docs/jobs.md).",
+        "correct(job, elapsed, limit); with numba's @njit on them, a compiled plug-in run "
+        "inside the scheduler's loop, about as fast as a built-in; docs/jobs.md).",
         "`gap closed` is the share of the cut in average bounded slowdown from the users' "
         "requests (user-estimate) to perfect walltimes (clairvoyant) a policy takes; both are "
         "simulated for it even when not listed. `corr. (no-op)` counts the corrections and, "
@@ -79,6 +80,7 @@ def simulate_command(
         str,
         typer.Option(
             "--policies",
+            "--policy",
             help="Comma-separated policies, `all`, `paper`, or your own as FILE.py:Class.",
         ),
     ] = "paper",
