@@ -48,7 +48,12 @@ import numpy as np
 
 from grapeshot.jobs.clean import SEVEN_DAYS
 from grapeshot.jobs.correct import LEAD_S
-from grapeshot.jobs.plugin_compiled import check_compiled, is_compiled, run_compiled
+from grapeshot.jobs.plugin_compiled import (
+    check_compiled,
+    is_compiled,
+    run_compiled,
+    too_many_corrections,
+)
 from grapeshot.jobs.scheduler import (
     BACKFILL,
     MAX_CORRECTIONS,
@@ -336,12 +341,7 @@ def _chain(
         if not new > w:
             break
         if len(out) == MAX_CORRECTIONS:
-            raise InputError(
-                plugin.spec,
-                f"correct() grew job {job.job_id}'s walltime {MAX_CORRECTIONS:,} times "
-                f"without reaching its run",
-                "corrections that add at least a few minutes",
-            )
+            raise too_many_corrections(plugin.spec, job.job_id)
         out.append(new)
         w = new
     return out

@@ -309,9 +309,14 @@ def run_compiled(
                 "an exception)",
                 "a positive finite number of seconds",
             )
-        raise InputError(
-            spec,
-            f"correct() grew job {job_id}'s walltime {MAX_CORRECTIONS:,} times without "
-            "reaching its run",
-            "corrections that add at least a few minutes",
-        )
+        raise too_many_corrections(spec, job_id)
+
+
+def too_many_corrections(spec: str, job_id: int) -> InputError:
+    """The error for a plug-in whose corrections never let job ``job_id`` reach its run."""
+    return InputError(
+        spec,
+        f"correct() grew job {job_id}'s walltime {MAX_CORRECTIONS:,} times without reaching "
+        "its run",
+        "corrections that add at least a few minutes",
+    )

@@ -722,7 +722,8 @@ class KernelState:
         n_users = int(self.user.max()) + 1 if n else 1
         self.ist = np.zeros(7, dtype=np.int64)
         self.ist[S_FREE] = capacity
-        self.fst = np.zeros(2)  # the time now; a time before which no job ends (PRED_ASK)
+        # The time now; a time before which no job ends (PRED_ASK) or a plug-in's answer.
+        self.fst = np.zeros(2)
         self.queue = np.zeros(n, dtype=np.int64)
         self.running = np.zeros(n, dtype=np.int64)
         self.pos = np.zeros(n, dtype=np.int64)
@@ -750,11 +751,6 @@ class KernelState:
     def next_arrival(self) -> int:
         """Index of the first job not yet submitted."""
         return int(self.ist[S_NEXT])
-
-    @property
-    def completed(self) -> int:
-        """Jobs ended so far."""
-        return int(self.ist[S_DONE])
 
     def finished_jobs(self) -> np.ndarray:
         """Indices of the jobs that have ended, in index order."""
