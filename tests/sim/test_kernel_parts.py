@@ -8,15 +8,31 @@ import numpy as np
 import pytest
 
 from grapeshot.model.machine import Machine, Network, NodeTree
-from grapeshot.sim import network_model
+from grapeshot.model.machine_file import load_machine
+from grapeshot.place import place
+from grapeshot.sim import SimOptions, WorkloadSource, network_model
 from grapeshot.sim.collectives import (
     _stable_argsort,
     collective_release,
     collective_release_into,
 )
 from grapeshot.sim.kernel import run_segment
-from grapeshot.sim.kernel_state import net_record
+from grapeshot.sim.kernel_state import (
+    P_DEP,
+    P_IN_DEG,
+    P_IN_EXTRA,
+    P_NODE,
+    P_OUT_EXTRA,
+    P_OUT_HI,
+    P_OUT_LO,
+    P_QUEUE,
+    P_READY,
+    net_record,
+    new_clocks,
+    segment_plan,
+)
 from grapeshot.sim.network import _transmit
+from grapeshot.sim.program import build_layout, build_program
 from grapeshot.sim.transfer import transmit
 
 
@@ -79,3 +95,30 @@ def test_collective_reads_no_scratch_it_did_not_write(algorithm: int) -> None:
         np.full((2, 27), np.nan), np.full((2, 27), -(1 << 40), dtype=np.int64),
     )  # fmt: skip
     assert np.array_equal(want, got)
+
+
+@pytest.mark.parametrize("pin", [False, True])
+def test_each_partition_record_is_one_cache_line_holding_its_layout(pin: bool) -> None:
+    m = load_machine("bluewaters-xe6", 4)
+    options = SimOptions(pin=pin, sync="allreduce")
+    workload = WorkloadSource(spec="dambreak:parts=16x16,steps=3").as_given()
+    program = build_program(workload, options)
+    node_of = place(workload, m, "birdshot", seed=1).node_of
+    layout = build_layout(program, m, node_of, options)
+    plan = segment_plan(program, layout, options, (0, 3), None, 0.0)
+    clk = new_clocks(plan, program, layout, layout.fc_init.shape[0], m.cores().astype(float))
+    assert clk.part.ctypes.data % 64 == 0 and clk.part.strides == (64, 8)
+    assert clk.heap.ctypes.data % 64 == 0
+    ints = clk.part_i
+    assert np.array_equal(ints[:, P_NODE], layout.node_of)
+    assert np.array_equal(ints[:, P_QUEUE], layout.queue_of)
+    assert np.array_equal(ints[:, P_OUT_LO], program.out_ptr[:-1])
+    assert np.array_equal(ints[:, P_OUT_HI], program.out_ptr[1:])
+    assert np.array_equal(ints[:, P_IN_DEG], program.in_deg)
+    assert np.array_equal(clk.part[:, P_IN_EXTRA], layout.in_extra)
+    assert np.array_equal(clk.part[:, P_OUT_EXTRA], layout.out_extra)
+    # The run's first tasks wait for nothing; the second phase's for its partition, its
+    # halo and (a global operation) its node's release.
+    assert not ints[:, P_DEP].any()
+    assert np.array_equal(ints[:, P_DEP + 1], program.in_deg + 2)
+    assert not clk.part[:, P_READY : P_READY + 2].any()

@@ -85,7 +85,7 @@ def test_grid_halo_without_a_sort_is_the_sorted_one(domain, parts, ghost, corner
         assert getattr(got, name).dtype == np.int64
 
 
-def test_the_event_heap_pops_in_time_then_push_order() -> None:
+def test_the_event_heap_pops_in_time_then_push_order_with_its_core() -> None:
     cap = 3000
     clk = Clocks(
         heap=np.empty(HEAP_SLOTS * (cap + HEAP_OFFSET)),
@@ -93,19 +93,20 @@ def test_the_event_heap_pops_in_time_then_push_order() -> None:
         **{f: None for f in Clocks._fields if f not in ("heap", "ctr")},
     )
     rng = np.random.default_rng(3)
-    plain: list[tuple[float, int, int, int]] = []
+    plain: list[tuple[float, int, int, int, int]] = []
     seq = 0
     popped, want = [], []
     for _ in range(20_000):
         if plain and (len(plain) >= cap - 1 or rng.random() < 0.45):
             popped.append(pop_event.py_func(clk))
-            t, _, item, kind = heapq.heappop(plain)
-            want.append((t, kind, item))
+            t, _, item, kind, core = heapq.heappop(plain)
+            want.append((t, kind, item, core))
         else:  # coarse times: many ties, broken by push order
             t = float(rng.integers(0, 50)) * 0.5
             item, kind = int(rng.integers(0, 1 << 30)), int(rng.integers(0, 3))
-            push_event.py_func(clk, t, item, kind)
-            heapq.heappush(plain, (t, seq, item, kind))
+            core = int(rng.integers(0, 1 << 20))
+            push_event.py_func(clk, t, item, kind, core)
+            heapq.heappush(plain, (t, seq, item, kind, core))
             seq += 1
     assert popped == want
 

@@ -206,7 +206,7 @@ def simulate(
 
     n_tasks = program.n_tasks
     rec = new_out(program, n_nodes, (lo, hi))
-    task_start, task_end, task_core = rec.task_start, rec.task_end, rec.task_core
+    task_start, task_end, task_core = rec.task_time[:, 0], rec.task_time[:, 1], rec.task_core
     comm_time, node_release = rec.comm_time, rec.node_release
 
     node_of = placement.node_of.astype(np.int64)
@@ -233,7 +233,7 @@ def simulate(
         plan = segment_plan(program, layout, options, (a, b), carry, t0)
         out = segment_out(rec, program, (a, b))
         queues = new_queues(layout, program)
-        clocks = new_clocks(plan, program.in_deg, layout.fc_init.shape[0], node_cores)
+        clocks = new_clocks(plan, program, layout, layout.fc_init.shape[0], node_cores)
         n_msgs += run_segment(net, plan, queues, clocks, out)
         cpu += time.process_time() - started
         seg_node.append((task_lo, task_hi, a, layout.node_of))

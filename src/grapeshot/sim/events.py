@@ -33,7 +33,25 @@ from numba import njit
 
 from grapeshot.sim.collectives import collective_release_into
 from grapeshot.sim.event_heap import READY, TASK_END, push_event
-from grapeshot.sim.kernel_state import C_MSGS, N_BUSY, Clocks, Net, Out, Plan, Queues
+from grapeshot.sim.kernel_state import (
+    C_MSGS,
+    N_BUSY,
+    P_DEP,
+    P_IN_DEG,
+    P_IN_EXTRA,
+    P_NODE,
+    P_OUT_EXTRA,
+    P_OUT_HI,
+    P_OUT_LO,
+    P_QUEUE,
+    P_READY,
+    PART_SLOTS,
+    Clocks,
+    Net,
+    Out,
+    Plan,
+    Queues,
+)
 from grapeshot.sim.node_clock import advance, join_span
 from grapeshot.sim.prefetch import prefetch
 from grapeshot.sim.ready_queues import enqueue, free_core, take
@@ -41,17 +59,18 @@ from grapeshot.sim.transfer import transmit
 
 
 @njit(cache=True, inline="always")
-def ring_base(plan: Plan, sp: int) -> int:
-    """The first ring slot of the segment's phase ``sp``: ``(sp % 2) * P``.
+def ring(sp: int) -> int:
+    """The ring slot of the segment's phase ``sp``: ``sp % 2``.
 
     A partition's dependency count and earliest start are kept for two tasks only, its
     current one (the first it has not finished) and the next: no message or release can
     reach a task further on, since that needs a neighbour past the current task's phase,
-    which needs this partition's halo from it. Slot ``(sp % 2) * P + p`` holds task
-    ``(sp, p)``, set up when the same partition's task two phases earlier ends
-    (:func:`reset_slot`): 12 bytes per partition for the run rather than per task.
+    which needs this partition's halo from it. Ring slot ``sp % 2`` of partition ``p``'s
+    record (``Clocks.part``, ``P_DEP`` and ``P_READY``) holds task ``(sp, p)``, set up when the
+    same partition's task two phases earlier ends (:func:`reset_slot`): 12 bytes per
+    partition for the run rather than per task, in the one cache line of its record.
     """
-    return (sp & 1) * plan.n_parts
+    return sp & 1
 
 
 @njit(cache=True, inline="always")
@@ -59,33 +78,32 @@ def reset_slot(plan: Plan, clk: Clocks, sp: int, p: int) -> None:
     """Set up the ring slot of task ``(sp, p)``, ``sp >= 2``, as it waits at the start: for
     its partition's previous task, one message per halo edge and, on a step's first phase
     with a global operation, its node's release; earliest start the segment's start."""
-    slot = ring_base(plan, sp) + p
-    deps = plan.in_deg[p] + 1
+    r = ring(sp)
+    deps = clk.part_i[p, P_IN_DEG] + 1
     if plan.sync and sp % plan.phases == 0:
         deps += 1
-    clk.dep[slot] = deps
-    clk.ready_t[slot] = plan.t0
+    clk.part_i[p, P_DEP + r] = deps
+    clk.part[p, P_READY + r] = plan.t0
 
 
 @njit(cache=True, inline="always")
 def meet_dependency(
-    plan: Plan, qs: Queues, clk: Clocks, task: int, slot: int, p: int, t: float
+    plan: Plan, qs: Queues, clk: Clocks, task: int, r: int, p: int, t: float
 ) -> None:
-    """One dependency of ``task`` (of partition ``p``, ring slot ``slot``) is met at ``t`` (s).
+    """One dependency of ``task`` (of partition ``p``, ring slot ``r``) is met at ``t`` (s).
 
     With none left it joins its queue now, or gets a ``READY`` event at its earliest start.
     """
-    clk.dep[slot] -= 1
-    if clk.dep[slot] == 0:
-        # What its start reads (start_task), wanted once it reaches its queue's head.
-        prefetch(plan.in_extra, p)
-        prefetch(plan.out_extra, p)
+    clk.part_i[p, P_DEP + r] -= 1
+    if clk.part_i[p, P_DEP + r] == 0:
+        # What its start reads beyond the partition's record, wanted once it reaches its
+        # queue's head.
         if plan.phases == 1:
             prefetch(plan.cost, plan.step0 * plan.n_parts + task)
-        if clk.ready_t[slot] > t:
-            push_event(clk, clk.ready_t[slot], task, READY)
+        if clk.part[p, P_READY + r] > t:
+            push_event(clk, clk.part[p, P_READY + r], task, READY, 0)
         else:
-            enqueue(plan, qs, task, p)
+            enqueue(qs, task, clk.part_i[p, P_QUEUE])
 
 
 @njit(cache=True, inline="always")
@@ -99,16 +117,16 @@ def start_task(plan: Plan, clk: Clocks, out: Out, task: int, core: int, t: float
     sp = task // plan.n_parts
     dur = plan.cost[plan.step0 + sp // plan.phases, p] * plan.inv_phases + plan.task_overhead
     if sp > 0 or plan.carry_in:
-        dur += plan.in_extra[p]
+        dur += clk.part[p, P_IN_EXTRA]
     if sp + 1 < plan.n_sp or plan.carry_out:
-        dur += plan.out_extra[p]
+        dur += clk.part[p, P_OUT_EXTRA]
     node = plan.core_node[core]
     advance(clk.nst, node, t)
     clk.nst[node, N_BUSY] += 1.0
-    out.task_start[task] = t
-    out.task_end[task] = t + dur
+    out.task_time[task, 0] = t
+    out.task_time[task, 1] = t + dur
     out.task_core[task] = core
-    push_event(clk, t + dur, task, TASK_END)
+    push_event(clk, t + dur, task, TASK_END, core)
 
 
 @njit(cache=True, inline="always")
@@ -120,21 +138,18 @@ def dispatch(plan: Plan, qs: Queues, clk: Clocks, out: Out, t: float) -> None:
             task, core = take(qs, q)
             start_task(plan, clk, out, task, core, t)
             if qs.q_len[q] > 0:
-                _prefetch_start(plan, out, qs.q_buf[qs.q_ptr[q] + qs.q_head[q]])
+                _prefetch_start(plan, clk, out, qs.q_buf[qs.q_ptr[q] + qs.q_head[q]])
     qs.n_touched[0] = 0
 
 
 @njit(cache=True, inline="always")
-def _prefetch_start(plan: Plan, out: Out, task: int) -> None:
+def _prefetch_start(plan: Plan, clk: Clocks, out: Out, task: int) -> None:
     """Ask for what :func:`start_task` of ``task`` (its queue's new head, next to start on
     one of the queue's cores) reads and writes."""
-    p = task % plan.n_parts
-    prefetch(plan.in_extra, p)
-    prefetch(plan.out_extra, p)
+    prefetch(clk.part, (task % plan.n_parts) * PART_SLOTS)
     if plan.phases == 1:
         prefetch(plan.cost, plan.step0 * plan.n_parts + task)
-    prefetch(out.task_start, task)
-    prefetch(out.task_end, task)
+    prefetch(out.task_time, 2 * task)
     prefetch(out.task_core, task)
 
 
@@ -155,19 +170,18 @@ def record_message(out: Out, src: int, dst: int, step: int, t0: float, t1: float
 @njit(cache=True, inline="always")
 def send_halo(
     net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, p: int, node: int, e: int,
-    base: int, rbase: int, step_g: int, t: float,
+    base: int, r: int, step_g: int, t: float,
 ) -> None:  # fmt: skip
     """Partition ``p`` on ``node`` sends halo message ``e`` at ``t`` (s), in global step ``step_g``.
 
-    It is for task ``base + receiver``, ring slot ``rbase + receiver``. A message to another
-    node is transmitted now, counted in the step's bytes and in the receiving node's
+    It is for task ``base + receiver``, ring slot ``r`` of the receiver's record. A message to
+    another node is transmitted now, counted in the step's bytes and in the receiving node's
     communication span, and its delivery becomes its task's earliest start if later; either
     way the task meets a dependency.
     """
     dp = plan.out_idx[e]
     dst_task = base + dp
-    dst_slot = rbase + dp
-    dn = plan.node_of[dp]
+    dn = clk.part_i[dp, P_NODE]
     if dn != node:
         # The receiver's clock row (two lines), bytes and NIC, wanted after the network walk.
         width = clk.nst.shape[1]
@@ -182,37 +196,33 @@ def send_halo(
         advance(clk.nst, dn, t)
         if arrive > t:
             join_span(clk.nst, dn, t, arrive)
-        if arrive > clk.ready_t[dst_slot]:
-            clk.ready_t[dst_slot] = arrive
+        if arrive > clk.part[dp, P_READY + r]:
+            clk.part[dp, P_READY + r] = arrive
         if out.rec_lo <= step_g < out.rec_hi:
             record_message(out, p, dp, step_g, t, arrive, b)
-    meet_dependency(plan, qs, clk, dst_task, dst_slot, dp, t)
+    meet_dependency(plan, qs, clk, dst_task, r, dp, t)
 
 
 @njit(cache=True, inline="always")
 def partition_done(
     net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, p: int, node: int, nxt: int,
-    rbase: int, step_g: int, t: float,
+    r: int, step_g: int, t: float,
 ) -> None:  # fmt: skip
     """Partition ``p`` on ``node`` is done at ``t`` (s) with the phase before its task ``nxt``.
 
     Task ``nxt`` meets a dependency, then ``p``'s halo messages of that phase (of global step
-    ``step_g``) leave for the tasks of ``nxt``'s phase, whose ring slots start at ``rbase``.
+    ``step_g``) leave for the tasks of ``nxt``'s phase, in ring slot ``r``.
     """
-    lo, hi = plan.out_ptr[p], plan.out_ptr[p + 1]
+    lo, hi = clk.part_i[p, P_OUT_LO], clk.part_i[p, P_OUT_HI]
     base = nxt - p
-    # Ask for every receiver's lines first: the loop below walks them one message at a time.
+    # Ask for every receiver's record first: the loop below walks them one message at a time.
     for e in range(lo, hi):
-        dp = plan.out_idx[e]
         prefetch(plan.out_bytes, e)
-        prefetch(plan.node_of, dp)
-        prefetch(clk.dep, rbase + dp)
-        prefetch(clk.ready_t, rbase + dp)
-        prefetch(plan.queue_of, dp)
-    meet_dependency(plan, qs, clk, nxt, rbase + p, p, t)
+        prefetch(clk.part, plan.out_idx[e] * PART_SLOTS)
+    meet_dependency(plan, qs, clk, nxt, r, p, t)
     clk.ctr[C_MSGS] += hi - lo
     for e in range(lo, hi):
-        send_halo(net, plan, qs, clk, out, p, node, e, base, rbase, step_g, t)
+        send_halo(net, plan, qs, clk, out, p, node, e, base, r, step_g, t)
 
 
 @njit(cache=True)
@@ -223,15 +233,14 @@ def release_step(plan: Plan, qs: Queues, clk: Clocks, s_loc: int, t: float) -> N
     first tasks of step ``s_loc``, and meets one of their dependencies.
     """
     base = s_loc * plan.phases * plan.n_parts
-    rbase = ring_base(plan, s_loc * plan.phases)
+    r = ring(s_loc * plan.phases)
     for k in range(clk.release.shape[0]):
         rk = clk.release[k]
         for i in range(plan.node_part_ptr[k], plan.node_part_ptr[k + 1]):
             p = plan.node_parts[i]
-            nt = base + p
-            if rk > clk.ready_t[rbase + p]:
-                clk.ready_t[rbase + p] = rk
-            meet_dependency(plan, qs, clk, nt, rbase + p, p, t)
+            if rk > clk.part[p, P_READY + r]:
+                clk.part[p, P_READY + r] = rk
+            meet_dependency(plan, qs, clk, base + p, r, p, t)
 
 
 @njit(cache=True)
@@ -272,23 +281,24 @@ def end_step(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, s_loc: int
 
 
 @njit(cache=True, inline="always")
-def on_task_end(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, task: int, t: float):
-    """``TASK_END`` of ``task`` at ``t`` (s): free its core and count its step.
+def on_task_end(
+    net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, task: int, core: int, t: float
+):
+    """``TASK_END`` of ``task`` on ``core`` at ``t`` (s): free the core and count its step.
 
-    Returns ``(p, node, nxt, rbase, step_g)`` for :func:`partition_done`: the task's partition
+    Returns ``(p, node, nxt, r, step_g)`` for :func:`partition_done`: the task's partition
     and node, the partition's next task (-1 after the segment's last phase: the next segment's
-    ``PART_START`` sends that halo), the ring slots of ``nxt``'s phase and the task's global
+    ``PART_START`` sends that halo), the ring slot of ``nxt``'s phase and the task's global
     step. The task's own ring slot is set up for the partition's task two phases on.
     """
     p = task % plan.n_parts
     sp = task // plan.n_parts
     if sp + 2 < plan.n_sp:
         reset_slot(plan, clk, sp + 2, p)
-    core = out.task_core[task]
     node = plan.core_node[core]
     advance(clk.nst, node, t)
     clk.nst[node, N_BUSY] -= 1.0
-    free_core(plan, qs, p, core)
+    free_core(qs, clk.part_i[p, P_QUEUE], core)
     if t > clk.node_step_last[node]:
         clk.node_step_last[node] = t
     s_loc = sp // plan.phases
@@ -296,4 +306,4 @@ def on_task_end(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, task: i
     if clk.step_rem[s_loc] == 0:
         end_step(net, plan, qs, clk, out, s_loc, t)
     nxt = task + plan.n_parts if sp + 1 < plan.n_sp else -1
-    return p, node, nxt, ring_base(plan, sp + 1), plan.step0 + s_loc
+    return p, node, nxt, ring(sp + 1), plan.step0 + s_loc

@@ -23,8 +23,21 @@ from grapeshot.sim.event_heap import (
     pop_event,
     push_event,
 )
-from grapeshot.sim.events import dispatch, on_task_end, partition_done, ring_base
-from grapeshot.sim.kernel_state import C_EVENTS, C_MSGS, Clocks, Net, Out, Plan, Queues
+from grapeshot.sim.events import dispatch, on_task_end, partition_done
+from grapeshot.sim.kernel_state import (
+    C_EVENTS,
+    C_MSGS,
+    P_DEP,
+    P_NODE,
+    P_OUT_LO,
+    P_QUEUE,
+    PART_SLOTS,
+    Clocks,
+    Net,
+    Out,
+    Plan,
+    Queues,
+)
 from grapeshot.sim.node_clock import close_spans
 from grapeshot.sim.prefetch import prefetch
 from grapeshot.sim.ready_queues import append, enqueue, touch
@@ -39,28 +52,28 @@ def _seed(plan: Plan, qs: Queues, clk: Clocks) -> None:
     """
     if plan.carry_in:
         for p in range(plan.n_parts):
-            push_event(clk, plan.ready_in[p], p, PART_START)
+            push_event(clk, plan.ready_in[p], p, PART_START, 0)
         return
     for p in range(plan.n_parts):
-        if clk.dep[p] == 0:
-            append(plan, qs, p, p)
+        if clk.part_i[p, P_DEP] == 0:
+            append(qs, p, clk.part_i[p, P_QUEUE])
     for q in range(qs.q_len.shape[0]):
         touch(qs, q)
 
 
 @njit(cache=True, inline="always")
-def _prefetch_next(plan: Plan, clk: Clocks, out: Out) -> None:
+def _prefetch_next(plan: Plan, clk: Clocks) -> None:
     """Ask for the lines the next event (the heap's top now) will read first, while this one
-    runs: a task end's core, its partition's next task and halo list."""
+    runs: its partition's record and, for a task that becomes ready (and most often starts at
+    once), its cost."""
     kind, item = peek_event(clk)
-    if kind == TASK_END:
-        p = item % plan.n_parts
-        prefetch(out.task_core, item)
-        prefetch(plan.out_ptr, p)
-        prefetch(plan.queue_of, p)
-        slot = ring_base(plan, item // plan.n_parts + 1) + p
-        prefetch(clk.dep, slot)
-        prefetch(clk.ready_t, slot)
+    if kind == PART_START:
+        return
+    p = item % plan.n_parts
+    prefetch(clk.part, p * PART_SLOTS)
+    if kind == READY:
+        step = plan.step0 + item // plan.n_parts // plan.phases
+        prefetch(plan.cost, step * plan.n_parts + p)
 
 
 @njit(cache=True, _nrt=False)
@@ -77,24 +90,24 @@ def run_segment(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out) -> int:
         dispatch(plan, qs, clk, out, t)
         if clk.ctr[C_EVENTS] == 0:
             break
-        t, kind, item = pop_event(clk)
-        if kind == TASK_END:  # its halo list, whose row pointer the last event asked for
-            e = plan.out_ptr[item % plan.n_parts]
+        t, kind, item, core = pop_event(clk)
+        if kind == TASK_END:  # its halo list, whose row the last event's prefetch brought
+            e = clk.part_i[item % plan.n_parts, P_OUT_LO]
             prefetch(plan.out_idx, e)
             prefetch(plan.out_bytes, e)
         if clk.ctr[C_EVENTS] > 0:
-            _prefetch_next(plan, clk, out)
+            _prefetch_next(plan, clk)
         if kind == READY:
-            enqueue(plan, qs, item, item % plan.n_parts)
+            enqueue(qs, item, clk.part_i[item % plan.n_parts, P_QUEUE])
             continue
         # A task end or a partition's arrival: the partition is done with a phase, so its
         # next task meets a dependency and its halo leaves (one call site: numba inlines it).
         if kind == TASK_END:
-            p, node, nxt, rbase, step_g = on_task_end(net, plan, qs, clk, out, item, t)
+            p, node, nxt, r, step_g = on_task_end(net, plan, qs, clk, out, item, core, t)
             if nxt < 0:
                 continue
         else:  # PART_START of partition ``item``, after the previous segment's last step
-            p, node, nxt, rbase, step_g = item, plan.node_of[item], item, 0, plan.step0 - 1
-        partition_done(net, plan, qs, clk, out, p, node, nxt, rbase, step_g, t)
+            p, node, nxt, r, step_g = item, clk.part_i[item, P_NODE], item, 0, plan.step0 - 1
+        partition_done(net, plan, qs, clk, out, p, node, nxt, r, step_g, t)
     close_spans(clk.nst, t, out.comm_time, out.hidden_time)
     return clk.ctr[C_MSGS]

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from grapeshot.model.errors import InputError
 from grapeshot.sim.network import (
     F_BANDWIDTH,
     F_HOP,
@@ -54,6 +55,19 @@ _N_COLUMNS = 10
 # Entries of the counter vector ``Clocks.ctr``: events in the heap, the next sequence number
 # (ties in time go to the event pushed first), messages sent so far.
 C_EVENTS, C_SEQ, C_MSGS = range(3)
+
+# The partition record ``Clocks.part`` (float64, ``(P, 8)``) and its int32 view ``Clocks.part_i``
+# (``(P, 16)``): one 64-byte line per partition holding everything an event reads of it, so a
+# halo message costs its receiver one cache line rather than four (node, queue, dependency
+# count and earliest start were four arrays). Float64 slots: the earliest start of the two
+# tasks of the partition's ring (``P_READY + ring``, :func:`grapeshot.sim.events.ring`) and
+# the seconds a task adds to take and to pack its messages. Int32 slots: those two tasks'
+# remaining dependencies (``P_DEP + ring``), the node, the ready queue, the partition's halo
+# messages ``out_idx[P_OUT_LO : P_OUT_HI]`` and the messages it receives per phase.
+P_READY, P_IN_EXTRA, P_OUT_EXTRA = 0, 2, 3
+P_DEP, P_NODE, P_QUEUE, P_OUT_LO, P_OUT_HI, P_IN_DEG = 8, 10, 11, 12, 13, 14
+PART_SLOTS = 8
+_LINE = 64
 
 # The event heap's layout (:mod:`grapeshot.sim.event_heap`): float64 slots per entry (time,
 # sequence number, payload, padding), and the offset of entry 0, in entries, that starts the
@@ -105,17 +119,12 @@ class Plan(NamedTuple):
     step0: int  #: the segment's first step (global)
     inv_phases: float  #: 1 / phases
     cost: np.ndarray  #: float64, (steps, P): a step's compute seconds per partition
-    out_ptr: np.ndarray  #: int64, (P + 1,): halo CSR, messages partition p sends
-    out_idx: np.ndarray  #: int64, (E,): their receivers
+    out_idx: np.ndarray  #: int64, (E,): halo CSR: the receivers of each partition's messages
+    #: (its row is in the partition record, ``P_OUT_LO``, ``P_OUT_HI``)
     out_bytes: np.ndarray  #: float64, (E,): their sizes, bytes
-    in_deg: np.ndarray  #: int64, (P,): messages each partition receives per phase
-    node_of: np.ndarray  #: int64, (P,)
-    queue_of: np.ndarray  #: int64, (P,): each partition's ready queue
     core_node: np.ndarray  #: int64, (cores,): each core's node
     node_part_ptr: np.ndarray  #: int64, (n + 1,): partitions of each node (CSR)
     node_parts: np.ndarray  #: int64, (P,)
-    out_extra: np.ndarray  #: float64, (P,): seconds a task adds to pack its messages
-    in_extra: np.ndarray  #: float64, (P,): seconds a task adds to take its messages
     task_overhead: float  #: seconds per task
     carry_in: bool  #: the segment starts at a rebalancing point
     ready_in: np.ndarray  #: float64, (P,) if carry_in: when each partition is ready there
@@ -147,9 +156,8 @@ class Clocks(NamedTuple):
     heap: np.ndarray  #: float64: the event heap, 4-ary, interleaved time, sequence number and
     #: payload ``item << 2 | kind`` (:mod:`grapeshot.sim.event_heap`)
     ctr: np.ndarray  #: int64, (3,): ``C_EVENTS``, ``C_SEQ``, ``C_MSGS``
-    dep: np.ndarray  #: int32, (2 P,): dependencies a task still waits for (a ring of two
-    #: tasks per partition, slot ``(phase % 2) * P + p``: :func:`grapeshot.sim.events.ring_base`)
-    ready_t: np.ndarray  #: float64, (2 P,): that task's earliest start, s (same ring)
+    part: np.ndarray  #: float64, (P, 8), 64-byte aligned: the partition records, ``P_*``
+    part_i: np.ndarray  #: int32, (P, 16): the same memory, for the records' integer slots
     nst: np.ndarray  #: float64, (n, 10): per-node accounting, columns ``N_*``
     step_rem: np.ndarray  #: int64, (steps,): tasks each step still runs
     node_step_last: np.ndarray  #: float64, (n,): each node's last task end this step, s
@@ -161,8 +169,8 @@ class Clocks(NamedTuple):
 class Out(NamedTuple):
     """What the kernel writes: task records, step ends, traffic, the message window."""
 
-    task_start: np.ndarray  #: float64, (T,), s
-    task_end: np.ndarray  #: float64, (T,), s
+    task_time: np.ndarray  #: float64, (T, 2): each task's start and end, s (one write per
+    #: task touches one cache line rather than two)
     task_core: np.ndarray  #: int32, (T,): global core id
     step_task_end: np.ndarray  #: float64, (steps,): each step's last task end, s
     step_release: np.ndarray  #: float64, (steps,): each step's last release, s
@@ -234,17 +242,11 @@ def segment_plan(
         step0=a,
         inv_phases=1.0 / phases,
         cost=program.cost,
-        out_ptr=program.out_ptr,
         out_idx=program.out_idx,
         out_bytes=program.out_bytes,
-        in_deg=program.in_deg,
-        node_of=layout.node_of,
-        queue_of=layout.queue_of,
         core_node=layout.core_node,
         node_part_ptr=layout.node_part_ptr,
         node_parts=layout.node_parts,
-        out_extra=layout.out_extra,
-        in_extra=layout.in_extra,
         task_overhead=options.overheads.task,
         carry_in=ready_in is not None,
         ready_in=ready_in if ready_in is not None else np.zeros(1),
@@ -263,8 +265,7 @@ def new_out(program: Program, n_nodes: int, window: tuple[int, int]) -> Out:
     lo, hi = window
     cap = (hi - lo) * program.phases * len(program.out_idx) if hi > lo else 0
     return Out(
-        task_start=np.empty(n_tasks),
-        task_end=np.empty(n_tasks),
+        task_time=np.empty((n_tasks, 2)),
         task_core=np.empty(n_tasks, dtype=np.int32),
         step_task_end=np.zeros(n_steps),
         step_release=np.zeros(n_steps),
@@ -291,8 +292,7 @@ def segment_out(out: Out, program: Program, steps: tuple[int, int]) -> Out:
     per_step = program.phases * program.n_parts
     tasks = slice(a * per_step, b * per_step)
     return out._replace(
-        task_start=out.task_start[tasks],
-        task_end=out.task_end[tasks],
+        task_time=out.task_time[tasks],
         task_core=out.task_core[tasks],
         step_task_end=out.step_task_end[a:b],
         step_release=out.step_release[a:b],
@@ -319,32 +319,61 @@ def new_queues(layout: Layout, program: Program) -> Queues:
     )
 
 
-def new_clocks(plan: Plan, in_deg: np.ndarray, n_cores: int, node_cores: np.ndarray) -> Clocks:
+def _line_aligned(n: int) -> np.ndarray:
+    """An uninitialised float64 array of ``n`` elements that starts on a cache line.
+
+    numpy's large arrays start 16 bytes into a page (the allocator's header), so a record of
+    a line would straddle two and the heap's four children three lines rather than two.
+    """
+    buf = np.empty(n + _LINE // 8)
+    skip = (-buf.ctypes.data % _LINE) // 8
+    return buf[skip : skip + n]
+
+
+def _part_records(n_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Uninitialised partition records: float64 ``(P, 8)``, one cache line each, and its int32
+    view ``(P, 16)``."""
+    part = _line_aligned(PART_SLOTS * n_parts).reshape(n_parts, PART_SLOTS)
+    return part, part.view(np.int32)
+
+
+def new_clocks(
+    plan: Plan, program: Program, layout: Layout, n_cores: int, node_cores: np.ndarray
+) -> Clocks:
     """The clocks at the segment's start ``plan.t0``.
 
     Parameters
     ----------
     plan
         The segment.
-    in_deg
-        int64, ``(P,)``: halo messages each partition receives per phase.
+    program, layout
+        What it runs and where: the partition records are written from their halo CSR,
+        message counts, nodes, queues and message costs.
     n_cores
         Cores of the machine (the heap holds at most one task end per core).
     node_cores
         float64, ``(n,)``: cores per node.
     """
-    n_parts, n_sp, phases = plan.n_parts, plan.n_sp, plan.phases
+    n_parts, phases = plan.n_parts, plan.phases
+    if program.out_ptr[-1] >= 2**31:
+        raise InputError("halo graph", f"has {program.out_ptr[-1]} messages", "fewer than 2**31")
+    part, part_i = _part_records(n_parts)
+    part[:, P_READY : P_READY + 2] = plan.t0
+    part[:, P_IN_EXTRA] = layout.in_extra
+    part[:, P_OUT_EXTRA] = layout.out_extra
     # A task waits for its partition's previous task and one message per halo edge; the
     # first phase of a step also for its node's release with a global operation. The first
     # tasks of the run wait for nothing; those after a rebalancing point for their
     # partition's arrival (a PART_START) and its neighbours' messages.
     # Only the first two phases' tasks: the kernel sets up each later one in its ring slot
     # when the partition's task two phases before it ends (events.reset_slot).
-    dep = np.empty((2, n_parts), dtype=np.int32)
-    dep[:] = in_deg + 1
-    if plan.sync and phases == 1:
-        dep[1] += 1
-    dep[0] = in_deg + 1 if plan.carry_in else 0
+    part_i[:, P_DEP] = program.in_deg + 1 if plan.carry_in else 0
+    part_i[:, P_DEP + 1] = program.in_deg + 1 + (1 if plan.sync and phases == 1 else 0)
+    part_i[:, P_NODE] = layout.node_of
+    part_i[:, P_QUEUE] = layout.queue_of
+    part_i[:, P_OUT_LO] = program.out_ptr[:-1]
+    part_i[:, P_OUT_HI] = program.out_ptr[1:]
+    part_i[:, P_IN_DEG] = program.in_deg
     n = node_cores.shape[0]
     nst = np.zeros((n, _N_COLUMNS))
     nst[:, N_LAST] = plan.t0
@@ -353,12 +382,12 @@ def new_clocks(plan: Plan, in_deg: np.ndarray, n_cores: int, node_cores: np.ndar
     # has one current task) are ever in the heap.
     cap = 2 * n_parts + n_cores + 16
     return Clocks(
-        heap=np.empty(HEAP_SLOTS * (cap + HEAP_OFFSET)),
+        heap=_line_aligned(HEAP_SLOTS * (cap + HEAP_OFFSET)),
         ctr=np.zeros(3, dtype=np.int64),
-        dep=dep.reshape(-1),
-        ready_t=np.full(2 * n_parts, plan.t0),
+        part=part,
+        part_i=part_i,
         nst=nst,
-        step_rem=np.full(n_sp // phases, n_parts * phases, dtype=np.int64),
+        step_rem=np.full(plan.n_sp // phases, n_parts * phases, dtype=np.int64),
         node_step_last=np.full(n, plan.t0),
         release=np.empty(n),
         coll_f=np.empty((2, n)),

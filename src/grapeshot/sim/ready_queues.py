@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from grapeshot.sim.kernel_state import Plan, Queues
+from grapeshot.sim.kernel_state import Queues
 
 
 @njit(cache=True, inline="always")
@@ -22,25 +22,27 @@ def touch(qs: Queues, q: int) -> None:
 
 
 @njit(cache=True, inline="always")
-def append(plan: Plan, qs: Queues, task: int, p: int) -> None:
-    """Put ``task`` (of partition ``p``) at the tail of ``p``'s queue, unmarked."""
-    q = plan.queue_of[p]
+def append(qs: Queues, task: int, q: int) -> None:
+    """Put ``task`` at the tail of queue ``q`` (its partition's), unmarked."""
+    # A wrap by comparison, not ``%``: a division per task, and the slot is the same.
+    slot = qs.q_head[q] + qs.q_len[q]
     cap = qs.q_ptr[q + 1] - qs.q_ptr[q]
-    qs.q_buf[qs.q_ptr[q] + (qs.q_head[q] + qs.q_len[q]) % cap] = task
+    if slot >= cap:
+        slot -= cap
+    qs.q_buf[qs.q_ptr[q] + slot] = task
     qs.q_len[q] += 1
 
 
 @njit(cache=True, inline="always")
-def enqueue(plan: Plan, qs: Queues, task: int, p: int) -> None:
-    """Put ``task`` (of partition ``p``) at the tail of ``p``'s queue and mark the queue."""
-    append(plan, qs, task, p)
-    touch(qs, plan.queue_of[p])
+def enqueue(qs: Queues, task: int, q: int) -> None:
+    """Put ``task`` at the tail of queue ``q`` (its partition's) and mark the queue."""
+    append(qs, task, q)
+    touch(qs, q)
 
 
 @njit(cache=True, inline="always")
-def free_core(plan: Plan, qs: Queues, p: int, core: int) -> None:
-    """``core`` finished a task of partition ``p``: it is free again for ``p``'s queue."""
-    q = plan.queue_of[p]
+def free_core(qs: Queues, q: int, core: int) -> None:
+    """``core`` finished a task of a partition of queue ``q``: it is free again for ``q``."""
     qs.fc_buf[qs.fc_ptr[q] + qs.fc_len[q]] = core
     qs.fc_len[q] += 1
     touch(qs, q)
@@ -52,9 +54,9 @@ def take(qs: Queues, q: int):
 
     The caller checks that the queue has a task and a free core.
     """
-    cap = qs.q_ptr[q + 1] - qs.q_ptr[q]
     task = qs.q_buf[qs.q_ptr[q] + qs.q_head[q]]
-    qs.q_head[q] = (qs.q_head[q] + 1) % cap
+    head = qs.q_head[q] + 1
+    qs.q_head[q] = 0 if head == qs.q_ptr[q + 1] - qs.q_ptr[q] else head
     qs.q_len[q] -= 1
     qs.fc_len[q] -= 1
     return task, qs.fc_buf[qs.fc_ptr[q] + qs.fc_len[q]]
