@@ -1,8 +1,10 @@
 """What large runs lean on, checked against the plain versions it replaced, bit for bit.
 
-The synthetic dam break's wet cells without the columns × partitions matrix, the grid halo's
-CSR without a sort, the 4-ary event heap, the ring of two tasks per partition in the kernel's
-clocks, and the per-step sums after the run without per-task node and step arrays.
+The synthetic dam break's wet cells without the columns × partitions matrix (and without
+summing the partitions all dry or all under water), the grid halo's CSR without a sort, the
+layout's message costs without per-message arrays, the 4-ary event heap, the ring of two tasks
+per partition in the kernel's clocks, and the per-step sums after the run without per-task node
+and step arrays.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from grapeshot.sim import SimOptions, WorkloadSource, simulate
 from grapeshot.sim.engine import _task_sums
 from grapeshot.sim.event_heap import pop_event, push_event
 from grapeshot.sim.kernel_state import HEAP_OFFSET, HEAP_SLOTS, Clocks
+from grapeshot.sim.program import Overheads, build_layout, build_program
 from grapeshot.sim.reference import reference_run
 
 
@@ -39,6 +42,54 @@ def test_wet_cells_are_numpys_reduceat_of_the_clipped_matrix(width: int) -> None
     got = np.empty((3, ny_parts))
     _wet_per_part(h, x_lo, y_lo, y_size, got)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("width", [1, 2, 7, 9, 130])
+def test_wet_cells_of_all_dry_and_all_wet_partitions_are_the_same_sums(width: int) -> None:
+    # Columns above every partition, a surface crossing them, columns below: heights that
+    # land exactly on a partition's bottom or top, and fractional ones.
+    rng = np.random.default_rng(width)
+    y_bounds = np.array([0, 3, 9, 10, 25, 40])
+    y_lo = y_bounds[:-1].astype(float)
+    y_size = np.diff(y_bounds).astype(float)
+    h = np.concatenate(
+        [
+            rng.choice([40.0, 41.5, 1e6], width),
+            rng.choice(np.concatenate((y_bounds.astype(float), [2.5, 9.25, 30.0])), width),
+            rng.uniform(25.0, 40.0, width),
+            rng.choice([0.0, -3.0, 9.0, 10.0], width),
+        ]
+    )
+    x_lo = np.arange(0, 4 * width + 1, width, dtype=np.int64)
+    want = np.add.reduceat(
+        np.clip(h[:, None] - y_lo[None, :], 0.0, y_size[None, :]), x_lo[:-1], axis=0
+    )
+    got = np.empty((4, len(y_lo)))
+    _wet_per_part(h, x_lo, y_lo, y_size, got)
+    assert np.array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("pin", [False, True])
+def test_layout_message_costs_are_the_bincount_of_the_per_message_costs(pin: bool) -> None:
+    machine = load_machine("bluewaters-xe6", 8)
+    workload = WorkloadSource(spec="dambreak:parts=24x20,steps=2").at_parts(24 * 20)
+    over = Overheads(task=1e-5, message=3e-6, copy_bandwidth=7e9)
+    options = SimOptions(overheads=over, pin=pin)
+    program = build_program(workload, options)
+    node_of = np.random.default_rng(1).integers(0, machine.nodes, program.n_parts)
+    layout = build_layout(program, machine, node_of, options)
+    src = np.repeat(np.arange(program.n_parts), np.diff(program.out_ptr))
+    dst = program.out_idx
+    remote = node_of[src] != node_of[dst]
+    copy = program.out_bytes / 7e9
+    send = copy + np.where(remote, over.message, 0.0)
+    recv = np.where(remote, over.message + copy, 0.0)
+    assert remote.any() and not remote.all()
+    assert np.array_equal(layout.out_extra, np.bincount(src, weights=send, minlength=src.max() + 1))
+    assert np.array_equal(layout.in_extra, np.bincount(dst, weights=recv, minlength=dst.max() + 1))
+    order = np.argsort(node_of, kind="stable")
+    assert np.array_equal(layout.node_parts, order)
 
 
 def _halo_by_sorting(domain, parts, ghost, cell_bytes, corners) -> HaloGraph:

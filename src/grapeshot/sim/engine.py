@@ -206,7 +206,7 @@ def simulate(
 
     n_tasks = program.n_tasks
     rec = new_out(program, n_nodes, (lo, hi))
-    task_start, task_end, task_core = rec.task_time[:, 0], rec.task_time[:, 1], rec.task_core
+    task_start, task_end = rec.task_time[:, 0], rec.task_time[:, 1]
     comm_time, node_release = rec.comm_time, rec.node_release
 
     node_of = placement.node_of.astype(np.int64)
@@ -348,7 +348,7 @@ def simulate(
             phases=phases,
             start=task_start[sl].copy(),
             end=task_end[sl].copy(),
-            core=(task_core[sl] - np.concatenate(([0], np.cumsum(cores)))[task_node]),
+            core=(rec.task_core - np.concatenate(([0], np.cumsum(cores)))[task_node]),
             node=task_node,
         )
         k = int(rec.rec_n[0])

@@ -125,7 +125,9 @@ def start_task(plan: Plan, clk: Clocks, out: Out, task: int, core: int, t: float
     clk.nst[node, N_BUSY] += 1.0
     out.task_time[task, 0] = t
     out.task_time[task, 1] = t + dur
-    out.task_core[task] = core
+    k = task - out.core_lo
+    if 0 <= k < out.task_core.shape[0]:
+        out.task_core[k] = core
     push_event(clk, t + dur, task, TASK_END, core)
 
 
@@ -150,7 +152,6 @@ def _prefetch_start(plan: Plan, clk: Clocks, out: Out, task: int) -> None:
     if plan.phases == 1:
         prefetch(plan.cost, plan.step0 * plan.n_parts + task)
     prefetch(out.task_time, 2 * task)
-    prefetch(out.task_core, task)
 
 
 @njit(cache=True)

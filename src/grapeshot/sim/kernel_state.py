@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from grapeshot.model.errors import InputError
 from grapeshot.sim.network import (
@@ -171,7 +172,10 @@ class Out(NamedTuple):
 
     task_time: np.ndarray  #: float64, (T, 2): each task's start and end, s (one write per
     #: task touches one cache line rather than two)
-    task_core: np.ndarray  #: int32, (T,): global core id
+    #: int32: the global core of tasks ``core_lo ..`` (the timeline window's only: no other
+    #: task's core is read after the run, and writing them cost a line per task)
+    task_core: np.ndarray
+    core_lo: int  #: the task (of the segment's numbering) of ``task_core[0]``
     step_task_end: np.ndarray  #: float64, (steps,): each step's last task end, s
     step_release: np.ndarray  #: float64, (steps,): each step's last release, s
     node_release: np.ndarray  #: float64, (n,): the last release of each node, s
@@ -260,13 +264,16 @@ def segment_plan(
 
 
 def new_out(program: Program, n_nodes: int, window: tuple[int, int]) -> Out:
-    """Zeroed records of a whole run; ``window = (lo, hi)``: the steps whose messages to keep."""
+    """Zeroed records of a whole run; ``window = (lo, hi)``: the steps whose task cores and
+    messages to keep."""
     n_tasks, n_steps = program.n_tasks, program.n_steps
     lo, hi = window
     cap = (hi - lo) * program.phases * len(program.out_idx) if hi > lo else 0
+    per_step = program.phases * program.n_parts
     return Out(
         task_time=np.empty((n_tasks, 2)),
-        task_core=np.empty(n_tasks, dtype=np.int32),
+        task_core=np.empty(max(hi - lo, 0) * per_step, dtype=np.int32),
+        core_lo=lo * per_step,
         step_task_end=np.zeros(n_steps),
         step_release=np.zeros(n_steps),
         node_release=np.zeros(n_nodes),
@@ -293,7 +300,7 @@ def segment_out(out: Out, program: Program, steps: tuple[int, int]) -> Out:
     tasks = slice(a * per_step, b * per_step)
     return out._replace(
         task_time=out.task_time[tasks],
-        task_core=out.task_core[tasks],
+        core_lo=out.core_lo - tasks.start,
         step_task_end=out.step_task_end[a:b],
         step_release=out.step_release[a:b],
     )
@@ -337,6 +344,26 @@ def _part_records(n_parts: int) -> tuple[np.ndarray, np.ndarray]:
     return part, part.view(np.int32)
 
 
+@njit(cache=True)
+def _fill_parts(
+    part, part_i, t0, in_extra, out_extra, carry_in, sync_dep, node_of, queue_of, out_ptr, in_deg
+):
+    """Write every partition's record (see :func:`new_clocks`) in one pass, a cache line
+    each, rather than ten strided column writes over the whole ``(P, 8)`` array."""
+    for p in range(part.shape[0]):
+        part[p, P_READY] = t0
+        part[p, P_READY + 1] = t0
+        part[p, P_IN_EXTRA] = in_extra[p]
+        part[p, P_OUT_EXTRA] = out_extra[p]
+        part_i[p, P_DEP] = in_deg[p] + 1 if carry_in else 0
+        part_i[p, P_DEP + 1] = in_deg[p] + 1 + sync_dep
+        part_i[p, P_NODE] = node_of[p]
+        part_i[p, P_QUEUE] = queue_of[p]
+        part_i[p, P_OUT_LO] = out_ptr[p]
+        part_i[p, P_OUT_HI] = out_ptr[p + 1]
+        part_i[p, P_IN_DEG] = in_deg[p]
+
+
 def new_clocks(
     plan: Plan, program: Program, layout: Layout, n_cores: int, node_cores: np.ndarray
 ) -> Clocks:
@@ -358,22 +385,25 @@ def new_clocks(
     if program.out_ptr[-1] >= 2**31:
         raise InputError("halo graph", f"has {program.out_ptr[-1]} messages", "fewer than 2**31")
     part, part_i = _part_records(n_parts)
-    part[:, P_READY : P_READY + 2] = plan.t0
-    part[:, P_IN_EXTRA] = layout.in_extra
-    part[:, P_OUT_EXTRA] = layout.out_extra
     # A task waits for its partition's previous task and one message per halo edge; the
     # first phase of a step also for its node's release with a global operation. The first
     # tasks of the run wait for nothing; those after a rebalancing point for their
     # partition's arrival (a PART_START) and its neighbours' messages.
     # Only the first two phases' tasks: the kernel sets up each later one in its ring slot
     # when the partition's task two phases before it ends (events.reset_slot).
-    part_i[:, P_DEP] = program.in_deg + 1 if plan.carry_in else 0
-    part_i[:, P_DEP + 1] = program.in_deg + 1 + (1 if plan.sync and phases == 1 else 0)
-    part_i[:, P_NODE] = layout.node_of
-    part_i[:, P_QUEUE] = layout.queue_of
-    part_i[:, P_OUT_LO] = program.out_ptr[:-1]
-    part_i[:, P_OUT_HI] = program.out_ptr[1:]
-    part_i[:, P_IN_DEG] = program.in_deg
+    _fill_parts(
+        part,
+        part_i,
+        plan.t0,
+        layout.in_extra,
+        layout.out_extra,
+        bool(plan.carry_in),
+        1 if plan.sync and phases == 1 else 0,
+        layout.node_of,
+        layout.queue_of,
+        program.out_ptr,
+        program.in_deg,
+    )
     n = node_cores.shape[0]
     nst = np.zeros((n, _N_COLUMNS))
     nst[:, N_LAST] = plan.t0
