@@ -43,6 +43,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from grapeshot.model.errors import InputError, check_int
+from grapeshot.model.groups import group_order
 from grapeshot.model.topology import TreeTopology
 
 #: Candidate groups up to which a level enumerates every group (the reference's constant).
@@ -453,40 +454,6 @@ def group_level(w: sp.csr_array, k: int, blocks: int = 1) -> tuple[np.ndarray, s
     if k == 2:
         return _matching(w), "matching"
     return _grow(w, k), "growth"
-
-
-@njit(cache=True)
-def _counting_order(label, n_groups):
-    """Stable counting sort of ``label`` (ids in ``[0, n_groups)``): ``(order, ptr)``.
-
-    ``order[ptr[g]:ptr[g + 1]]`` lists the items of group ``g`` in increasing order; the same
-    as ``np.argsort(label, kind="stable")`` in O(n) instead of O(n log n).
-    """
-    ptr = np.zeros(n_groups + 1, dtype=np.int64)
-    for i in range(label.shape[0]):
-        ptr[label[i] + 1] += 1
-    for g in range(n_groups):
-        ptr[g + 1] += ptr[g]
-    fill = ptr[:-1].copy()
-    order = np.empty(label.shape[0], dtype=np.int64)
-    for i in range(label.shape[0]):
-        g = label[i]
-        order[fill[g]] = i
-        fill[g] += 1
-    return order, ptr
-
-
-def group_order(label: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Items sorted by group, stably, and each group's slice: ``(order, ptr)``, int64.
-
-    Parameters
-    ----------
-    label
-        int ``(n,)``: group of every item, in ``[0, n_groups)``.
-    n_groups
-        Number of groups.
-    """
-    return _counting_order(np.ascontiguousarray(label, dtype=np.int64), int(n_groups))
 
 
 @njit(cache=True)

@@ -40,6 +40,7 @@ import numpy as np
 from numba import njit
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.groups import group_order
 from grapeshot.model.machine import Machine
 from grapeshot.model.placement import Placement
 from grapeshot.model.workload import Workload, partition_bounds
@@ -281,26 +282,6 @@ class Layout:
 
 
 @njit(cache=True)
-def _group_members(keys, ptr, members):
-    """Fill ``members`` with the ids of each key, ascending, at ``ptr[key]`` on (a counting
-    sort: the order of a stable argsort of ``keys``, in one pass and without a sort)."""
-    nxt = ptr[:-1].copy()
-    for i in range(keys.shape[0]):
-        k = keys[i]
-        members[nxt[k]] = i
-        nxt[k] += 1
-
-
-def _csr_groups(keys: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ptr, members): the ids with each key, ascending, as a CSR."""
-    ptr = np.zeros(n_groups + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=n_groups), out=ptr[1:])
-    members = np.empty(keys.shape[0], dtype=np.int64)
-    _group_members(keys, ptr, members)
-    return ptr, members
-
-
-@njit(cache=True)
 def _message_extra(out_ptr, out_idx, out_bytes, node_of, rate, message, out_extra, in_extra):
     """Add each halo message's packing to its sender's ``out_extra`` (``bytes / rate``, plus
     ``message`` if it crosses nodes) and its receiving and unpacking to its receiver's
@@ -345,7 +326,7 @@ def build_layout(
     total_cores = int(core_start[-1])
     core_node = np.repeat(np.arange(n_nodes, dtype=np.int64), cores)
     core_local = np.arange(total_cores, dtype=np.int64) - core_start[core_node]
-    node_part_ptr, node_parts = _csr_groups(node_of, n_nodes)
+    node_parts, node_part_ptr = group_order(node_of, n_nodes)
     if options.pin:
         if core_of is None:
             rank = np.empty(p_count, dtype=np.int64)
