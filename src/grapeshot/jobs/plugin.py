@@ -107,15 +107,17 @@ class Completed:
 
     Attributes ``index`` (position in the trace), ``user``, ``procs``, ``submit``, ``request``,
     ``start``, ``end`` and ``runtime`` (``end - start``: the time each job ran, shorter than
-    asked if killed), seconds for times. Each is gathered from the simulation's arrays when
-    read, so a plug-in pays only for the columns it uses (read each once).
+    asked if killed), seconds for times. Each is made from the simulation's arrays when read
+    (``start`` and ``end`` from those the kernel writes in completion order, the others
+    gathered), so a plug-in pays only for the columns it uses (read each once).
     """
 
-    __slots__ = ("_h", "index")
+    __slots__ = ("_h", "_k", "index")
     _fields = ("index", "user", "procs", "submit", "request", "start", "end", "runtime")
 
-    def __init__(self, index: np.ndarray, history: History) -> None:
-        self.index = index
+    def __init__(self, k: int, n: int, history: History) -> None:
+        self.index = history._state.done_order[k:n].copy()
+        self._k = k
         self._h = history
 
     def __len__(self) -> int:
@@ -142,16 +144,16 @@ class Completed:
 
     @property
     def start(self) -> np.ndarray:
-        return self._h._state.start[self.index]
+        return self._h._state.done_start[self._k : self._k + len(self.index)].copy()
 
     @property
     def end(self) -> np.ndarray:
-        return self._h._state.end[self.index]
+        return self._h._state.done_end[self._k : self._k + len(self.index)].copy()
 
     @property
     def runtime(self) -> np.ndarray:
-        s = self._h._state
-        return s.end[self.index] - s.start[self.index]
+        s, k = self._h._state, self._k
+        return s.done_end[k : k + len(self.index)] - s.done_start[k : k + len(self.index)]
 
 
 class _NoneCompleted(Completed):
@@ -159,8 +161,8 @@ class _NoneCompleted(Completed):
 
     __slots__ = Completed._fields[1:]
 
-    def __init__(self, index: np.ndarray, history: History) -> None:
-        super().__init__(index, history)
+    def __init__(self, history: History) -> None:
+        super().__init__(0, 0, history)
         for name in self.__slots__:
             column = getattr(Completed, name).fget(self)
             column.flags.writeable = False
@@ -179,7 +181,7 @@ class History:
         self._user = np.asarray(trace.user)
         self._procs = np.asarray(trace.procs)
         self._request = request
-        self._none = _NoneCompleted(state.done_order[:0].copy(), self)
+        self._none = _NoneCompleted(self)
 
     def __len__(self) -> int:
         return int(self._state.ist[S_DONE])
@@ -189,7 +191,7 @@ class History:
         n = int(self._state.ist[S_DONE])
         if k >= n:
             return self._none
-        return Completed(self._state.done_order[k:n].copy(), self)
+        return Completed(k, n, self)
 
 
 @dataclass(frozen=True)
