@@ -9,6 +9,12 @@ import typer
 
 from grapeshot.model.errors import InputError
 
+#: What every ``--strategy`` help adds about a static strategy's options.
+STRATEGY_OPTIONS_HELP = (
+    "birdshot:shuffle=numpy or birdshot:shuffle=buckets picks Birdshot's slot-list shuffle "
+    "(default auto: numpy up to 4,194,304 partitions; docs/placement.md)."
+)
+
 IntervalOption = Annotated[
     int | None,
     typer.Option("--interval", help="Dynamic strategies: steps between rebalances."),

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from grapeshot.cli.options import (
+    STRATEGY_OPTIONS_HELP,
     BalancerOption,
     IntervalOption,
     ThresholdOption,
@@ -47,7 +48,7 @@ def place_command(
             help=f"Static strategy ({', '.join(STATIC_STRATEGIES)}) or a dynamic one, replayed "
             "over the trace's steps: reactive, greedy, refine, greedy-refine, greedy-comm, "
             "refine-comm, speculative, birdshot-dynamic, birdshot-best-of-k, treematch-lb "
-            "(docs/dynamic.md).",
+            f"(docs/dynamic.md). {STRATEGY_OPTIONS_HELP}",
         ),
     ] = "birdshot",
     interval: IntervalOption = None,

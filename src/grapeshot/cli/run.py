@@ -13,6 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from grapeshot.cli.options import (
+    STRATEGY_OPTIONS_HELP,
     AppOption,
     AppsHelp,
     BalancerOption,
@@ -197,7 +198,7 @@ def run_command(
             help="Placement: geometric, cyclic, sfc, birdshot (the default), or a dynamic "
             "strategy that migrates partitions during the run: reactive, greedy, refine, "
             "greedy-refine, greedy-comm, refine-comm, birdshot-dynamic, birdshot-best-of-k "
-            "(docs/dynamic.md).",
+            f"(docs/dynamic.md). {STRATEGY_OPTIONS_HELP}",
         ),
     ] = None,
     interval: IntervalOption = None,

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from grapeshot.cli.options import (
+    STRATEGY_OPTIONS_HELP,
     BalancerOption,
     IntervalOption,
     ThresholdOption,
@@ -340,7 +341,7 @@ def simulate_command(
         typer.Option(
             "--strategy",
             help=f"Comma-separated strategies: {', '.join(strategy_names())} "
-            "(default: geometric,birdshot).",
+            f"(default: geometric,birdshot). {STRATEGY_OPTIONS_HELP}",
         ),
     ] = None,
     ppc: Annotated[

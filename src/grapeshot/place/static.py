@@ -9,13 +9,14 @@ in ``tests/place/test_conformance.py``; adding a strategy is adding an entry her
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Protocol
 
 import numpy as np
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.seed import SeedLike
-from grapeshot.place.birdshot import place_birdshot
+from grapeshot.place.birdshot import SHUFFLES, place_birdshot
 from grapeshot.place.cyclic import place_cyclic
 from grapeshot.place.geometric import place_geometric
 from grapeshot.place.sfc import place_sfc
@@ -40,27 +41,74 @@ STATIC_STRATEGIES: dict[str, StaticStrategy] = {
 }
 
 
-def get_static_strategy(name: str | StaticStrategy) -> StaticStrategy:
-    """Return the static strategy registered as ``name``.
+#: The options a strategy takes after its name, ``NAME:key=value``: key → accepted values.
+#: ``birdshot:shuffle=numpy`` asks for Birdshot's former slot-list shuffle at every size
+#: (``docs/placement.md`` says which versions give which placements).
+STRATEGY_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {"birdshot": {"shuffle": SHUFFLES}}
 
-    Parameters
-    ----------
-    name
-        A key of :data:`STATIC_STRATEGIES`, or a strategy function itself (returned as is),
-        such as :func:`fixed_strategy` of a placement read from a file.
+
+def parse_strategy(spec: str, option: str = "--strategy") -> tuple[str, dict[str, str]]:
+    """Split a static strategy's ``NAME[:key=value,...]`` into its name and options.
+
+    ``option`` is what errors name as holding the spec (the command-line option).
 
     Raises
     ------
     InputError
-        If no strategy has that name; the message lists the valid ones.
+        On an unknown name, a malformed item, an option the strategy does not take or a value
+        it does not accept; the message names the option and lists what is valid.
+    """
+    name, colon, rest = str(spec).partition(":")
+    name = name.strip()
+    if name not in STATIC_STRATEGIES:
+        valid = ", ".join(STATIC_STRATEGIES)
+        raise InputError(option, f"unknown strategy {name!r}", f"one of: {valid}")
+    takes = STRATEGY_OPTIONS.get(name, {})
+    options: dict[str, str] = {}
+    for item in filter(None, (piece.strip() for piece in rest.split(","))):
+        key, eq, value = (x.strip() for x in item.partition("="))
+        if not eq:
+            raise InputError(f"{option} {name}", f"item {item!r}", "key=value")
+        if key not in takes:
+            expected = f"one of: {', '.join(takes)}" if takes else "no options for this strategy"
+            raise InputError(f"{option} {name}", f"unknown option {key!r}", expected)
+        if value not in takes[key]:
+            raise InputError(
+                f"{option} {name}: {key}", f"got {value!r}", f"one of: {', '.join(takes[key])}"
+            )
+        options[key] = value
+    if colon and not options:
+        raise InputError(f"{option} {spec}", "nothing after ':'", f"{name}:key=value")
+    return name, options
+
+
+def get_static_strategy(name: str | StaticStrategy, option: str = "--strategy") -> StaticStrategy:
+    """Return the static strategy registered as ``name``, with its options if any.
+
+    Parameters
+    ----------
+    name
+        A key of :data:`STATIC_STRATEGIES`, optionally followed by options as
+        :data:`STRATEGY_OPTIONS` lists them (``"birdshot:shuffle=numpy"``), or a strategy
+        function itself (returned as is), such as :func:`fixed_strategy` of a placement read
+        from a file.
+    option
+        The command-line option errors name.
+
+    Raises
+    ------
+    InputError
+        If no strategy has that name, or an option is wrong (:func:`parse_strategy`); the
+        message lists the valid ones.
     """
     if callable(name):
         return name
-    try:
-        return STATIC_STRATEGIES[name]
-    except (KeyError, TypeError):  # TypeError: an unhashable name such as a list
+    if not isinstance(name, str):
         valid = ", ".join(STATIC_STRATEGIES)
-        raise InputError("--strategy", f"unknown strategy {name!r}", f"one of: {valid}") from None
+        raise InputError(option, f"unknown strategy {name!r}", f"one of: {valid}")
+    base, options = parse_strategy(name, option)
+    fn = STATIC_STRATEGIES[base]
+    return partial(fn, **options) if options else fn
 
 
 def fixed_strategy(node_of: np.ndarray) -> StaticStrategy:

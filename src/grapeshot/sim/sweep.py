@@ -28,6 +28,7 @@ from grapeshot.place.dynamic import (
     factory_keywords,
     make_dynamic_strategy,
 )
+from grapeshot.place.static import parse_strategy
 from grapeshot.sim.engine import simulate
 from grapeshot.sim.network import network_model
 from grapeshot.sim.program import SimOptions, build_program
@@ -125,11 +126,16 @@ def strategy_names() -> list[str]:
 
 
 def check_strategy(name: str) -> str:
-    """Return ``name`` if it is a known strategy, else raise listing the valid ones."""
-    if name not in STATIC_STRATEGIES and name not in DYNAMIC_STRATEGIES:
+    """Return ``name`` if it is a known strategy (a static one with its options, such as
+    ``birdshot:shuffle=numpy``: :func:`grapeshot.place.static.parse_strategy`), else raise
+    listing the valid ones."""
+    if name in DYNAMIC_STRATEGIES:
+        return name
+    if name.partition(":")[0].strip() not in STATIC_STRATEGIES:
         raise InputError(
             "--strategy", f"unknown strategy {name!r}", f"one of: {', '.join(strategy_names())}"
         )
+    parse_strategy(name)
     return name
 
 

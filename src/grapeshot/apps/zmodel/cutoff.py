@@ -258,16 +258,15 @@ def place_parts(
         from grapeshot.place.greedy import greedy_rebalance
 
         return greedy_rebalance(np.asarray(loads, np.float64), np.ones(ranks)).astype(np.int32)
-    from grapeshot.place.static import STATIC_STRATEGIES
+    from grapeshot.place.static import STATIC_STRATEGIES, get_static_strategy
 
     if strategy in DYNAMIC_SPATIAL:  # the first placement: the strategy's initial one
         return DynamicPlacement(strategy, parts, dims, seed=seed).node_of
-    if strategy not in STATIC_STRATEGIES:
+    if strategy.partition(":")[0].strip() not in STATIC_STRATEGIES:
         valid = ", ".join(("beatnik", *STATIC_STRATEGIES, "greedy", *DYNAMIC_SPATIAL))
         raise InputError("--spatial-strategy", f"unknown strategy {strategy!r}", f"one of {valid}")
-    return np.asarray(
-        STATIC_STRATEGIES[strategy](parts, np.ones(ranks, np.int64), seed=seed), dtype=np.int32
-    )
+    fn = get_static_strategy(strategy, "--spatial-strategy")  # with its options, if any
+    return np.asarray(fn(parts, np.ones(ranks, np.int64), seed=seed), dtype=np.int32)
 
 
 def parts_graph(parts: tuple[int, int], bytes_per_pair: float = 1.0):
