@@ -37,6 +37,19 @@ def test_lif_by_hand() -> None:
     assert mt.neighbour_nodes.tolist() == [1, 1]
 
 
+def test_neighbour_nodes_count_distinct_nodes_messaged() -> None:
+    rng = np.random.default_rng(5)
+    shape, nodes = (12, 10), 7
+    w = Workload((24, 20), shape, np.ones((1, 120)), grid_halo((24, 20), shape, corners=True))
+    node_of = rng.integers(0, nodes, 120)
+    mt = placement_metrics(Placement(node_of, nodes=nodes, strategy="hand"), w)
+    seen: list[set[int]] = [set() for _ in range(nodes)]
+    for s, d in zip(w.halo.sources().tolist(), w.halo.indices.tolist(), strict=True):
+        if node_of[s] != node_of[d]:
+            seen[node_of[s]].add(int(node_of[d]))
+    assert mt.neighbour_nodes.tolist() == [len(x) for x in seen]
+
+
 def test_lif_per_core_on_unequal_nodes() -> None:
     load = np.array([[2.0, 4.0]])
     assert load_imbalance(load).tolist() == [pytest.approx(1 / 3)]
