@@ -23,28 +23,50 @@ def _touch_later(path: Path, text: str) -> None:
     os.utime(path, ns=(before + 10**9, before + 10**9))
 
 
-def test_clears_the_numba_files_caches_only_when_one_of_them_changed(tmp_path: Path) -> None:
+def test_clears_the_caches_of_the_changed_files_and_of_their_importers(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
-    (pkg / "__pycache__").mkdir(parents=True)
-    (pkg / "kern.py").write_text("from numba import njit\n")
-    (pkg / "cli.py").write_text("print('no compiled code here')\n")
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__pycache__").mkdir()
+    (pkg / "sub" / "__pycache__").mkdir()
+    (pkg / "consts.py").write_text("WIDTH = 3\n")  # read by a kernel, no numba of its own
+    (pkg / "sub" / "leaf.py").write_text("from numba import njit\nfrom pkg.consts import WIDTH\n")
+    (pkg / "kern.py").write_text("import numba\nfrom pkg.sub import (\n    leaf,\n)\n")
+    (pkg / "other.py").write_text("from numba import njit\nimport pkg.consts\n")
+    (pkg / "alone.py").write_text("from numba import njit\n")
+    (pkg / "cli.py").write_text("from pkg import kern\n")
     stamp = tmp_path / "stamp.json"
+    cached = {"kern": pkg, "leaf": pkg / "sub", "other": pkg, "alone": pkg, "cli": pkg}
 
-    def caches() -> list[str]:
-        for name in ("kern.f-1.py311.nbi", "kern.f-1.py311.nbc", "cli.x-1.py311.nbi"):
-            (pkg / "__pycache__" / name).touch()
-        return sorted(p.name for p in (pkg / "__pycache__").iterdir())
+    def fill() -> None:
+        for stem, folder in cached.items():
+            for ext in ("nbi", "nbc"):
+                (folder / "__pycache__" / f"{stem}.f-1.py311.{ext}").touch()
 
-    caches()
-    assert refresh(pkg, stamp) == 2  # no stamp yet: what is cached may be stale
-    assert sorted(p.name for p in (pkg / "__pycache__").iterdir()) == ["cli.x-1.py311.nbi"]
-    everything = caches()
+    def left() -> set[str]:
+        return {
+            f.name.split(".")[0] for d in cached.values() for f in (d / "__pycache__").iterdir()
+        }
+
+    fill()
+    assert refresh(pkg, stamp) == 8  # no stamp yet: every numba file's cache may be stale
+    assert left() == {"cli"}  # (cli.py does not use numba: its files are not numba's)
+    fill()
     assert refresh(pkg, stamp) == 0  # nothing changed
-    _touch_later(pkg / "cli.py", "print('still none')\n")
-    assert refresh(pkg, stamp) == 0  # a file without numba changed
-    assert sorted(p.name for p in (pkg / "__pycache__").iterdir()) == everything
-    _touch_later(pkg / "kern.py", "from numba import njit  # edited\n")
-    assert refresh(pkg, stamp) == 2
+    _touch_later(pkg / "cli.py", "from pkg import kern  # edited\n")
+    assert refresh(pkg, stamp) == 0  # only a file no compiled code imports
+    assert left() == set(cached)
+    _touch_later(pkg / "consts.py", "WIDTH = 4\n")
+    assert refresh(pkg, stamp) == 6  # leaf imports it, kern imports leaf, other imports it
+    assert left() == {"alone", "cli"}
+    fill()
+    _touch_later(
+        pkg / "sub" / "leaf.py", "from numba import njit\nfrom pkg.consts import WIDTH  # 2\n"
+    )
+    assert refresh(pkg, stamp) == 4  # leaf and kern
+    assert left() == {"alone", "cli", "other"}
+    fill()
+    (pkg / "consts.py").unlink()
+    assert refresh(pkg, stamp) == 6  # gone: its importers are stale
     assert refresh(pkg, stamp) == 0
 
 

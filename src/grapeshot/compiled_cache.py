@@ -1,8 +1,8 @@
 """Keep numba's on-disk cache of grapeshot's compiled functions in step with their sources.
 
-numba checks a cached function against the file that defines it only (its modification time
-and size). A compiled function inlines or calls functions of other modules (the simulator's
-kernel calls :mod:`grapeshot.sim.events`, the apps' batches call
+numba checks a cached function against the file that defines it only (a SHA-256 of its
+contents, numba 0.68). A compiled function inlines or calls functions of other modules (the
+simulator's kernel calls :mod:`grapeshot.sim.events`, the apps' batches call
 :mod:`grapeshot.model.task_halos`): after one of *those* files changes (a ``git pull``, a
 ``pip install --upgrade`` over an old install, which leaves the ``.nbi``/``.nbc`` files
 behind), numba would load the old machine code and compute with it, silently.
@@ -12,10 +12,13 @@ loads. It compares the package's sources with a stamp written the last time:
 
 - the sizes and modification times of every ``.py`` file (a few milliseconds of ``stat``):
   equal, nothing more is done;
-- otherwise a SHA-256 of the files that use numba: if it changed, every cached
-  ``.nbi``/``.nbc`` of those files is deleted (in the source tree's ``__pycache__`` and in
-  numba's other cache directories, ``NUMBA_CACHE_DIR`` or the user-wide one), so each
-  function compiles again at its first call, once.
+- otherwise each file's SHA-256: the files whose contents changed (or went) and every file
+  that imports one of them, directly or through others (``import grapeshot...`` and ``from
+  grapeshot... import`` lines), are the stale ones; the cached ``.nbi``/``.nbc`` of each
+  stale file that uses numba is deleted (in the source tree's ``__pycache__`` and in numba's
+  other cache directories, ``NUMBA_CACHE_DIR`` or the user-wide one), so its functions
+  compile again at their first call, once. Editing the simulator leaves the apps' compiled
+  kernels alone; editing a module of constants a kernel reads does not.
 
 Ranks starting together take a file lock for the comparison, so one of them clears while the
 others wait, and none reads a cache being cleared. Where nothing can be written (a read-only
@@ -28,6 +31,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,23 +66,62 @@ def _stat_key(files: list[tuple[str, int, int]]) -> str:
     return hashlib.sha256(repr(files).encode()).hexdigest()
 
 
-def _compiled(files: list[tuple[str, int, int]], root: Path) -> list[tuple[Path, bytes]]:
-    """The files that use numba, with their contents."""
-    out = []
-    for rel, _, _ in files:
-        text = (root / rel).read_bytes()
-        if b"numba" in text:
-            out.append((root / rel, text))
-    return out
+def _import_lines(package: str) -> re.Pattern[bytes]:
+    """A line importing a module of ``package``: ``import P.x`` or ``from P.x import a, b``
+    (the names, to the end of the statement, may be submodules)."""
+    name = re.escape(package.encode()) + rb"(?:\.\w+)*"
+    return re.compile(
+        rb"^[ \t]*(?:import[ \t]+(" + name + rb")|from[ \t]+(" + name + rb")[ \t]+import"
+        rb"[ \t]*(\([^)]*\)|[^\n]*))",
+        re.MULTILINE,
+    )
 
 
-def _content_key(compiled: list[tuple[Path, bytes]], root: Path) -> str:
-    """A digest of the relative paths and contents of the files that use numba."""
-    h = hashlib.sha256()
-    for f, text in compiled:
-        h.update(str(f.relative_to(root)).encode() + b"\0")
-        h.update(hashlib.sha256(text).digest())
-    return h.hexdigest()
+def _module(rel: str, package: str) -> str:
+    """The dotted name of the file ``rel`` (relative to the package's directory)."""
+    parts = rel[: -len(".py")].replace(os.sep, "/").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([package, *parts])
+
+
+def _imports(text: bytes, lines: re.Pattern[bytes]) -> set[str]:
+    """The package's modules (and, for ``from X import a``, the candidates ``X.a``) that
+    ``text`` imports."""
+    found = set()
+    for m in lines.finditer(text):
+        name = (m.group(1) or m.group(2)).decode()
+        found.add(name)
+        for word in re.findall(rb"\w+", m.group(3) or b""):
+            found.add(f"{name}.{word.decode()}")
+    return found
+
+
+def _stale(files: list[tuple[str, int, int]], root: Path, last: dict) -> tuple[list[Path], dict]:
+    """The files that use numba whose cached functions may be stale, and every file's
+    content digest (SHA-256, hex). With no digests from last time, all of them are stale."""
+    texts = {rel: (root / rel).read_bytes() for rel, _, _ in files}
+    digests = {rel: hashlib.sha256(text).hexdigest() for rel, text in texts.items()}
+    uses_numba = [rel for rel, text in texts.items() if b"numba" in text]
+    before = last.get("files")
+    if not isinstance(before, dict):
+        return [root / rel for rel in uses_numba], digests
+    package = root.name
+    module_of = {rel: _module(rel, package) for rel in texts}
+    changed = {module_of[rel] for rel in texts if before.get(rel) != digests[rel]}
+    changed |= {_module(rel, package) for rel in before if rel not in texts}  # gone
+    lines = _import_lines(package)
+    importers: dict[str, set[str]] = {}
+    for rel, text in texts.items():
+        for name in _imports(text, lines):
+            importers.setdefault(name, set()).add(module_of[rel])
+    stale, todo = set(changed), list(changed)
+    while todo:  # whatever imports a stale module, directly or not, is stale
+        for importer in importers.get(todo.pop(), ()):
+            if importer not in stale:
+                stale.add(importer)
+                todo.append(importer)
+    return [root / rel for rel in uses_numba if module_of[rel] in stale], digests
 
 
 def _cache_dirs(source: Path) -> list[Path]:
@@ -94,10 +137,10 @@ def _cache_dirs(source: Path) -> list[Path]:
     return dirs
 
 
-def _clear(compiled: list[tuple[Path, bytes]]) -> int:
-    """Delete the cached functions of ``compiled``'s files; how many files were deleted."""
+def _clear(stale: list[Path]) -> int:
+    """Delete the cached functions of the files ``stale``; how many cache files went."""
     n = 0
-    for source, _ in compiled:
+    for source in stale:
         for folder in _cache_dirs(source):
             for pattern in (f"{source.stem}.*.nbi", f"{source.stem}.*.nbc"):
                 for f in folder.glob(pattern):
@@ -162,10 +205,9 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP) -> int:
             last = _read(stamp)
             if last.get("stat") == stat_key:  # another process compared meanwhile
                 return 0
-            compiled = _compiled(files, root)
-            content_key = _content_key(compiled, root)
-            deleted = _clear(compiled) if last.get("compiled") != content_key else 0
-            _write(stamp, {"stat": stat_key, "compiled": content_key})
+            stale, digests = _stale(files, root, last)
+            deleted = _clear(stale)
+            _write(stamp, {"stat": stat_key, "files": digests})
             return deleted
     except OSError:  # a read-only install: numba cannot write a cache there either
         return 0
