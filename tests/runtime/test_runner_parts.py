@@ -281,6 +281,29 @@ def test_phase_tasks_compute_what_the_kernels_do(program) -> None:
         assert np.array_equal(plan.blocks[p]["u"], block["u"])
 
 
+def test_a_threads_strided_run_needs_no_compile_inside_the_run() -> None:
+    """Threads take runs dealt round-robin (strided views): the batch runs them with what
+    warm() compiled, rather than compiling (seconds, the other threads waiting) for another
+    array layout inside the timed run; and the GIL wait after it is counted."""
+    program = BatchedHeat(domain=(24, 24), parts=(4, 4))
+    plan, tasks, _slots, watch = _heat_tasks(program, threads=2)
+    (k,) = plan.batched
+    task = tasks.of(k)
+    task.warm()
+    signatures = len(plan.batches[k].run.signatures)
+    everyone = np.arange(len(plan.local), dtype=np.int64)
+    runs = chunks(everyone, 4)
+    assert not runs[0].flags.c_contiguous  # what the threads are handed
+    rows: list = []
+    for run in runs:
+        task(run, 0, Context(0, 0.0), 0.0, rows, 1)
+    assert watch.failure is None
+    assert len(plan.batches[k].run.signatures) == signatures
+    assert sorted(np.concatenate([row[0] for row in rows]).tolist()) == plan.local
+    seconds, returns = tasks.gil[1]
+    assert returns == len(runs) and seconds >= 0.0
+
+
 def test_a_failing_task_is_kept_for_the_main_thread() -> None:
     program = Heat(parts=(2, 1))
     plan, tasks, _slots, watch = _heat_tasks(program, threads=1)

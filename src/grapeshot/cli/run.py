@@ -25,7 +25,7 @@ from grapeshot.cli.options import (
     parse_parts,
     refuse_dynamic_options,
 )
-from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides
+from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides, warn
 from grapeshot.model.errors import GrapeshotError, InputError, check_int
 
 
@@ -385,6 +385,7 @@ def run_command(
                 sys.stderr.write(f"grapeshot: error: {exc}\n")
             raise typer.Exit(2) from None
         summary = outcome.summary
+        _warn_compiled(summary)
         if as_json:
             emit_json(summary)
             return
@@ -393,10 +394,12 @@ def run_command(
             run_title(program.name, program.scene, summary), highlight=False, markup=False
         )
         table = Table()
-        for col in ("rank", "busy (s)", "idle (s)"):
+        # With threads, the part of idle they spent waiting for the GIL after batched calls.
+        gil = summary["gil_seconds"] if summary["threads"] > 1 else None
+        for col in ("rank", "busy (s)", "idle (s)", *(("GIL wait (s)",) if gil else ())):
             table.add_column(col, justify="right")
         for r, (b, i) in enumerate(zip(summary["busy"], summary["idle"], strict=True)):
-            table.add_row(str(r), f"{b:.3f}", f"{i:.3f}")
+            table.add_row(str(r), f"{b:.3f}", f"{i:.3f}", *((f"{gil[r]:.3f}",) if gil else ()))
         console.print(table)
         console.print(
             f"wall {summary['wall_time']:.3f} s (set-up {summary['setup_seconds']:.3f} s before, "
@@ -406,6 +409,20 @@ def run_command(
         for path in (record, timeline):
             if path is not None:
                 console.print(f"written: {path}")
+
+
+def _warn_compiled(summary: dict) -> None:
+    """Say on stderr when numba compiled during the steps: the wall time includes it."""
+    seconds = summary.get("compile_seconds") or []
+    if not any(seconds):
+        return
+    names = sorted({name for per_rank in summary["compiled"] for name in per_rank})
+    warn(
+        "run",
+        f"numba compiled {', '.join(names)} during the steps ({max(seconds):.2f} s on the "
+        "slowest rank, counted in the wall time): a kernel met argument types the warm-up did "
+        "not give it; the next run loads it from numba's cache",
+    )
 
 
 def register(app: typer.Typer) -> None:

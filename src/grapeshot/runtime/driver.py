@@ -514,6 +514,10 @@ def _portable(program: Program, r: RankResult) -> dict[str, Any]:
         "serial_seconds": r.serial_seconds,
         "copied_bytes": r.copied_bytes,
         "started": r.started,
+        "gil_seconds": r.gil_seconds,
+        "gil_returns": r.gil_returns,
+        "compile_seconds": r.compile_seconds,
+        "compiled": r.compiled,
         "outputs": {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()},
     }
 
@@ -609,6 +613,17 @@ def _outcome(
         # The part of busy that tasks spent copying their own halos (fused exchanges).
         "task_halo_seconds": task_halo.tolist(),
         "copied_bytes": [int(sum(g[s]["copied_bytes"] for s in range(segments))) for g in gathered],
+        # Per rank, the seconds its threads waited for the GIL after batched calls (summed over
+        # threads) and the calls: what a GIL convoy among threads costs (RankResult).
+        "gil_seconds": [float(sum(g[s]["gil_seconds"] for s in range(segments))) for g in gathered],
+        "gil_returns": [int(sum(g[s]["gil_returns"] for s in range(segments))) for g in gathered],
+        # Per rank, seconds numba compiled during the steps (in the wall time), and what.
+        "compile_seconds": [
+            float(sum(g[s]["compile_seconds"] for s in range(segments))) for g in gathered
+        ],
+        "compiled": [
+            sorted({name for s in range(segments) for name in g[s]["compiled"]}) for g in gathered
+        ],
         "simulated_time": float(gathered[0][-1]["time"]),
         "work_per_rank": np.bincount(
             np.asarray(final_node_of), weights=work.sum(axis=0), minlength=ranks

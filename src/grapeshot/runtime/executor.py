@@ -63,8 +63,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba.core.event import install_listener
 
 from grapeshot.model.program import Block, Context, Phase, Program
+from grapeshot.runtime.compile_clock import CompileClock
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.dispatch import Dispatch
 from grapeshot.runtime.fusion import Fusion
@@ -209,6 +211,8 @@ class RankRunner:
         self.reducer = Reducer(coll, reduction, plan.local, tally, watch)
         self.migrator = Migrator(plan, exchange, coll, self.messenger, slots, tally, watch)
         self.work = WorkLog(plan)
+        #: What numba compiles while the steps run (what warm() did not).
+        self.compiles = CompileClock()
 
     def warm(self) -> None:
         """Compile (or load) everything a step calls, before the clock starts."""
@@ -233,7 +237,7 @@ class RankRunner:
         stop = threading.Event()
         watchdog = threading.Thread(target=self.watch.watch, args=(stop,), daemon=True)
         start_step = self.start_step
-        with self.dispatch.workers():
+        with install_listener("numba:compile", self.compiles), self.dispatch.workers():
             watchdog.start()
             try:
                 ctx = Context(start_step, start_time)
@@ -271,6 +275,10 @@ class RankRunner:
             max(0.0, wall - main_tasks - tally.halo_seconds - tally.wait_seconds),
             tally.copied_bytes,
             self.clock.t0,
+            sum(seconds for seconds, _ in self.tasks.gil.values()),
+            sum(returns for _, returns in self.tasks.gil.values()),
+            self.compiles.seconds,
+            list(self.compiles.names),
         )
 
     def run_phase(self, step: int, k: int, phase: Phase, ctx: Context) -> None:

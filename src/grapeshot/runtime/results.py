@@ -47,6 +47,15 @@ class RankResult:
     #: ``time.perf_counter()`` on this rank when its first step started (every rank leaves
     #: the barrier before it together); the wall before it is the run's set-up.
     started: float = 0.0
+    #: Seconds this rank's threads waited, summed, to hold the GIL again after their batched
+    #: calls' compiled code ended, and how many such returns there were: a GIL convoy among
+    #: the threads shows here (near zero otherwise).
+    gil_seconds: float = 0.0
+    gil_returns: int = 0
+    #: Seconds numba spent compiling while the steps ran (counted in ``wall``), and what it
+    #: compiled: a kernel called with types the warm-up did not give it.
+    compile_seconds: float = 0.0
+    compiled: list[str] = field(default_factory=list)
 
 
 @dataclass

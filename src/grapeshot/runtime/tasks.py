@@ -80,6 +80,10 @@ class PhaseTasks:
         self.watch = watch
         self.parity = parity
         self.built: dict[int, Callable] = {}
+        #: Per thread, ``[seconds, returns]``: how long its batched calls waited, after their
+        #: last task ended in compiled code, to hold the GIL again and return (each thread
+        #: writes its own entry). Near zero unless threads contend for the GIL.
+        self.gil: dict[int, list] = {}
 
     def of(self, k: int) -> Callable:
         """The function that runs phase ``k`` on a list of local partitions (built once).
@@ -163,16 +167,22 @@ class PhaseTasks:
         timed = fused or k in fusion.prepacks  # the tasks make copies: keep their share
         ran, halo_ns = fusion.ran, fusion.halo_ns
         params = [None, None]  # (context, its params): one step's calls share them
-        clock, watch, parity = self.clock, self.watch, self.parity
+        clock, watch, parity, gil = self.clock, self.watch, self.parity, self.gil
+        perf_counter = time.perf_counter
 
         def task(todo, step: int, ctx: Context, waited: float, rows: list, thread: int):
-            positions = np.asarray(todo, dtype=np.int64)
+            # Contiguous, as warm() compiled it: the threads' runs are strided views
+            # (dispatch.chunks), and numba would compile the batch again for that layout,
+            # inside the timed run, seconds with the workers waiting.
+            positions = np.ascontiguousarray(todo, dtype=np.int64)
             stamps = np.zeros(positions.size + 1, dtype=np.int64)
             halos = by_parity[parity(step)]
+            back = 0.0
             try:
                 if params[0] is not ctx:
                     params[:] = (ctx, params_of(ctx))
                 run(arrays, bases, positions, params[1], iparams, values, stamps, halos)
+                back = perf_counter()
                 ok, flagged = batch_verdict(positions, stamps, ran, fused, *status)
                 if not ok:
                     raise RuntimeError(
@@ -193,15 +203,21 @@ class PhaseTasks:
             watch.progress_at = time.perf_counter()
             if positions.size:
                 times = stamps * 1e-9 + clock.stamp_offset
+                if back and stamps[-1]:  # batch_ends stamped the end: the GIL wait after it
+                    acc = gil.get(thread) or gil.setdefault(thread, [0.0, 0])
+                    acc[0] += max(0.0, back - clock.t0 - times[-1])
+                    acc[1] += 1
                 row = (local[positions], step, k, thread, times[:-1], times[1:], waited)
                 if timed:
                     row = (*row, halo_ns[: positions.size] * 1e-9)
                 rows.append(row)
 
         def warm() -> None:
-            """Compile (or load) ``run`` on no partition, before the clock starts."""
+            """Compile (or load) ``run`` and the checks after it on no partition, before the
+            clock starts."""
             none = np.zeros(0, dtype=np.int64)
             stamps = np.zeros(1, np.int64)
+            batch_verdict(none, stamps, ran, fused, *status)
             try:
                 run(arrays, bases, none, np.zeros(16), iparams, values, stamps, by_parity[0])
             except NumbaError as exc:  # every rank compiles the same: each stops here
