@@ -5,9 +5,9 @@ The executor compiles (or loads) everything a step calls before its clock starts
 it was not warmed with compiles inside the run: seconds on the thread that calls it, with
 the others waiting (numba compiles under one lock), all counted in the wall time. A batch run
 on threads was compiled once more that way for every install or edit (its runs were strided
-views, not the contiguous arrays it was warmed with): 8.9 s against 1.2-1.6 s (docs/runtime.md,
-threads). :class:`CompileClock` counts what is left, so that a run can say its wall includes
-compiling instead of passing it off as idle time.
+views, not the contiguous arrays it was warmed with): 8.9-9.1 s against 1.1 s
+(docs/runtime.md, threads). :class:`CompileClock` counts what is left, so that a run can
+say its wall includes compiling instead of passing it off as idle time.
 """
 
 from __future__ import annotations
@@ -28,16 +28,13 @@ class CompileClock(Listener):
 
     Attributes
     ----------
-    count
-        Outermost compilations.
     seconds
         Their wall seconds, summed.
     names
-        The compiled functions' qualified names, first compilation first.
+        The compiled functions' qualified names, one per outermost compilation, in order.
     """
 
     def __init__(self) -> None:
-        self.count = 0
         self.seconds = 0.0
         self.names: list[str] = []
         self._open: dict[int, tuple[int, float]] = {}  # thread: (depth, start)
@@ -55,7 +52,6 @@ class CompileClock(Listener):
         depth, start = self._open.get(threading.get_ident(), (1, time.perf_counter()))
         if depth == 1:
             self._open.pop(threading.get_ident(), None)
-            self.count += 1
             self.seconds += time.perf_counter() - start
         else:
             self._open[threading.get_ident()] = (depth - 1, start)

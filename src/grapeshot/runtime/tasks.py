@@ -204,7 +204,7 @@ class PhaseTasks:
             if positions.size:
                 times = stamps * 1e-9 + clock.stamp_offset
                 if back and stamps[-1]:  # batch_ends stamped the end: the GIL wait after it
-                    acc = gil.get(thread) or gil.setdefault(thread, [0.0, 0])
+                    acc = gil.setdefault(thread, [0.0, 0])
                     acc[0] += max(0.0, back - clock.t0 - times[-1])
                     acc[1] += 1
                 row = (local[positions], step, k, thread, times[:-1], times[1:], waited)
