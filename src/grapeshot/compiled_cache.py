@@ -127,13 +127,16 @@ def _stale(files: list[tuple[str, int, int]], root: Path, last: dict) -> tuple[l
 def _cache_dirs(source: Path) -> list[Path]:
     """Every directory numba may have cached ``source``'s functions in (its locators)."""
     dirs = [source.parent / "__pycache__"]
-    from numba.core import caching, config  # only when clearing: numba is slow to import
+    try:  # numba's own rule for the others (private: a numba without it has the tree's only)
+        from numba.core import caching, config  # only when clearing: numba is slow to import
 
-    subpath = caching._CacheLocator.get_suitable_cache_subpath(str(source))
-    if config.CACHE_DIR:
-        dirs.append(Path(config.CACHE_DIR) / subpath)
-    user = caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
-    dirs.append(Path(user) / subpath)
+        subpath = caching._CacheLocator.get_suitable_cache_subpath(str(source))
+        if config.CACHE_DIR:
+            dirs.append(Path(config.CACHE_DIR) / subpath)
+        user = caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
+        dirs.append(Path(user) / subpath)
+    except (ImportError, AttributeError, TypeError):
+        pass
     return dirs
 
 
