@@ -2,7 +2,7 @@
 
 The synthetic dam break's wet cells without the columns × partitions matrix (and without
 summing the partitions all dry or all under water), the grid halo's CSR without a sort, the
-layout's message costs without per-message arrays, the 4-ary event heap, the ring of two tasks
+layout's message costs without per-message arrays, the radix event heap, the ring of two tasks
 per partition in the kernel's clocks, and the per-step sums after the run without per-task node
 and step arrays.
 """
@@ -21,8 +21,8 @@ from grapeshot.model.workload import HaloGraph, grid_halo, partition_bounds
 from grapeshot.place import place
 from grapeshot.sim import SimOptions, WorkloadSource, simulate
 from grapeshot.sim.engine import _task_sums
-from grapeshot.sim.event_heap import pop_event, push_event
-from grapeshot.sim.kernel_state import HEAP_OFFSET, HEAP_SLOTS, Clocks
+from grapeshot.sim.event_heap import peek_event, pop_event, push_event
+from grapeshot.sim.kernel_state import C_EVENTS, Clocks, new_heap
 from grapeshot.sim.program import Overheads, build_layout, build_program
 from grapeshot.sim.reference import reference_run
 
@@ -136,30 +136,46 @@ def test_grid_halo_without_a_sort_is_the_sorted_one(domain, parts, ghost, corner
         assert getattr(got, name).dtype == np.int64
 
 
-def test_the_event_heap_pops_in_time_then_push_order_with_its_core() -> None:
-    cap = 3000
+@pytest.mark.parametrize("cap", [1, 5, 300, 3000])
+def test_the_radix_heap_pops_in_time_then_push_order_with_its_core(cap: int) -> None:
+    heap, buckets, links = new_heap(cap)
     clk = Clocks(
-        heap=np.empty(HEAP_SLOTS * (cap + HEAP_OFFSET)),
-        ctr=np.zeros(3, dtype=np.int64),
-        **{f: None for f in Clocks._fields if f not in ("heap", "ctr")},
+        heap=heap,
+        buckets=buckets,
+        links=links,
+        ctr=np.zeros(5, dtype=np.int64),
+        **{f: None for f in Clocks._fields if f not in ("heap", "buckets", "links", "ctr")},
     )
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(cap)
     plain: list[tuple[float, int, int, int, int]] = []
     seq = 0
+    now = 0.0  # the last time popped: no push goes below it
     popped, want = [], []
     for _ in range(20_000):
-        if plain and (len(plain) >= cap - 1 or rng.random() < 0.45):
-            popped.append(pop_event.py_func(clk))
+        if plain and (len(plain) >= cap or rng.random() < 0.45):
+            peeked = peek_event(clk)
+            popped.append(pop_event(clk))
             t, _, item, kind, core = heapq.heappop(plain)
             want.append((t, kind, item, core))
-        else:  # coarse times: many ties, broken by push order
-            t = float(rng.integers(0, 50)) * 0.5
-            item, kind = int(rng.integers(0, 1 << 30)), int(rng.integers(0, 3))
+            assert peeked == (kind, item)
+            now = t
+        else:
+            # Coarse steps for many ties (broken by push order), fine ones for low buckets,
+            # and now itself (bucket 0 while it is being popped); -0.0 is 0.0.
+            u = rng.random()
+            if u < 0.4:
+                t = now + float(rng.integers(0, 8)) * 0.5
+            elif u < 0.8:
+                t = now + float(rng.exponential(1e-9 if u < 0.6 else 10.0))
+            else:
+                t = -0.0 if now == 0.0 else now
+            item, kind = int(rng.integers(0, 1 << 40)), int(rng.integers(0, 3))
             core = int(rng.integers(0, 1 << 20))
-            push_event.py_func(clk, t, item, kind, core)
+            push_event(clk, t, item, kind, core)
             heapq.heappush(plain, (t, seq, item, kind, core))
             seq += 1
     assert popped == want
+    assert int(clk.ctr[C_EVENTS]) == len(plain)
 
 
 def test_dependencies_are_kept_for_two_tasks_per_partition_not_per_task() -> None:

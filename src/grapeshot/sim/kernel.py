@@ -1,6 +1,6 @@
 """The event kernel: one segment of a program (between two rebalancing points) in numba.
 
-Events live in one (4-ary) heap ordered by (time, sequence number): ties go to the event pushed
+Events live in one (radix) heap ordered by time, then push order: ties go to the event pushed
 first, so the same inputs give the same schedule, bit for bit (:mod:`grapeshot.sim.event_heap`).
 Each event kind is one function of :mod:`grapeshot.sim.events`; a task whose dependencies are
 all met joins its ready queue (:mod:`grapeshot.sim.ready_queues`), and after every event the

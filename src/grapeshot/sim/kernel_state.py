@@ -53,9 +53,10 @@ from grapeshot.sim.program import Layout, Program, SimOptions
 N_LAST, N_BUSY, N_BINT, N_CON, N_C0, N_C1, N_CB0, N_COMM, N_HID, N_CORES = range(10)
 _N_COLUMNS = 10
 
-# Entries of the counter vector ``Clocks.ctr``: events in the heap, the next sequence number
-# (ties in time go to the event pushed first), messages sent so far.
-C_EVENTS, C_SEQ, C_MSGS = range(3)
+# Entries of the counter vector ``Clocks.ctr``: events in the heap, messages sent so far, and
+# the event heap's own (:mod:`grapeshot.sim.event_heap`): the key of the last time popped, the
+# set of its non-empty buckets (bit ``b`` for bucket ``b``) and the first free block.
+C_EVENTS, C_MSGS, C_LAST, C_MASK, C_FREE = range(5)
 
 # The partition record ``Clocks.part`` (float64, ``(P, 8)``) and its int32 view ``Clocks.part_i``
 # (``(P, 16)``): one 64-byte line per partition holding everything an event reads of it, so a
@@ -70,11 +71,17 @@ P_DEP, P_NODE, P_QUEUE, P_OUT_LO, P_OUT_HI, P_IN_DEG = 8, 10, 11, 12, 13, 14
 PART_SLOTS = 8
 _LINE = 64
 
-# The event heap's layout (:mod:`grapeshot.sim.event_heap`): float64 slots per entry (time,
-# sequence number, payload, padding), and the offset of entry 0, in entries, that starts the
-# children ``4 i + 1 .. 4 i + 4`` of every entry ``i`` at a multiple of four entries.
-HEAP_SLOTS = 4
-HEAP_OFFSET = 3
+# The event heap's layout (:mod:`grapeshot.sim.event_heap`): int64 slots per entry (the
+# time's bits, the payload, a task end's core), entries per block of a bucket's list, and the
+# buckets, one per bit length of ``key ^ last`` (0 to 63). Columns of the bucket table
+# ``Clocks.buckets`` (a 64-byte row per bucket): its first and last block (-1: empty), the
+# entries in its last block, those already popped from its first (bucket 0 only), its least
+# key and the entry holding it (the first pushed of that key).
+HEAP_SLOTS = 3
+HEAP_BLOCK = 64
+HEAP_BUCKETS = 64
+B_HEAD, B_TAIL, B_FILL, B_POS, B_MIN, B_AT = range(6)
+_B_COLUMNS = 8
 
 
 class Net(NamedTuple):
@@ -154,9 +161,11 @@ class Queues(NamedTuple):
 class Clocks(NamedTuple):
     """Time in the kernel: the event heap, what each task waits for, and each node's clock."""
 
-    heap: np.ndarray  #: float64: the event heap, 4-ary, interleaved time, sequence number and
-    #: payload ``item << 2 | kind`` (:mod:`grapeshot.sim.event_heap`)
-    ctr: np.ndarray  #: int64, (3,): ``C_EVENTS``, ``C_SEQ``, ``C_MSGS``
+    heap: np.ndarray  #: int64, (blocks * HEAP_BLOCK * HEAP_SLOTS,), 64-byte aligned: the
+    #: event heap's entries, in blocks (:mod:`grapeshot.sim.event_heap`)
+    buckets: np.ndarray  #: int64, (HEAP_BUCKETS, 8): its bucket table, columns ``B_*``
+    links: np.ndarray  #: int64, (blocks,): the next block of each block's list (or free list)
+    ctr: np.ndarray  #: int64, (5,): ``C_EVENTS``, ``C_MSGS``, ``C_LAST``, ``C_MASK``, ``C_FREE``
     part: np.ndarray  #: float64, (P, 8), 64-byte aligned: the partition records, ``P_*``
     part_i: np.ndarray  #: int32, (P, 16): the same memory, for the records' integer slots
     nst: np.ndarray  #: float64, (n, 10): per-node accounting, columns ``N_*``
@@ -330,7 +339,7 @@ def _line_aligned(n: int) -> np.ndarray:
     """An uninitialised float64 array of ``n`` elements that starts on a cache line.
 
     numpy's large arrays start 16 bytes into a page (the allocator's header), so a record of
-    a line would straddle two and the heap's four children three lines rather than two.
+    a line would straddle two, and a block of the event heap (24 lines) a line more.
     """
     buf = np.empty(n + _LINE // 8)
     skip = (-buf.ctypes.data % _LINE) // 8
@@ -362,6 +371,23 @@ def _fill_parts(
         part_i[p, P_OUT_LO] = out_ptr[p]
         part_i[p, P_OUT_HI] = out_ptr[p + 1]
         part_i[p, P_IN_DEG] = in_deg[p]
+
+
+def new_heap(cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An empty event heap for up to ``cap`` events: ``(heap, buckets, links)`` of
+    :class:`Clocks`, to go with a zeroed ``ctr`` (no events, last key 0, block 0 free first).
+
+    Its blocks are allocated here, since the kernel cannot: every bucket holds at most one
+    block that is not full, the bucket being emptied one more and bucket 0 a first block
+    partly popped, so ``cap / HEAP_BLOCK`` blocks plus two per bucket always suffice. Free
+    blocks are a stack, so the block freed last, still in cache, is the next one filled.
+    """
+    blocks = cap // HEAP_BLOCK + 2 * HEAP_BUCKETS + 2
+    heap = _line_aligned(HEAP_SLOTS * HEAP_BLOCK * blocks).view(np.int64)
+    buckets = np.full((HEAP_BUCKETS, _B_COLUMNS), -1, dtype=np.int64)
+    links = np.arange(1, blocks + 1, dtype=np.int64)
+    links[-1] = -1
+    return heap, buckets, links
 
 
 def new_clocks(
@@ -410,10 +436,12 @@ def new_clocks(
     nst[:, N_CORES] = node_cores
     # At most one TASK_END per core and one READY or PART_START per partition (a partition
     # has one current task) are ever in the heap.
-    cap = 2 * n_parts + n_cores + 16
+    heap, buckets, links = new_heap(2 * n_parts + n_cores + 16)
     return Clocks(
-        heap=_line_aligned(HEAP_SLOTS * (cap + HEAP_OFFSET)),
-        ctr=np.zeros(3, dtype=np.int64),
+        heap=heap,
+        buckets=buckets,
+        links=links,
+        ctr=np.zeros(5, dtype=np.int64),
         part=part,
         part_i=part_i,
         nst=nst,
