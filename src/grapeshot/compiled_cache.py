@@ -177,12 +177,6 @@ def _read(stamp: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _write(stamp: Path, data: dict) -> None:
-    tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, stamp)
-
-
 def refresh(root: Path = PACKAGE, stamp: Path = STAMP) -> int:
     """Clear numba's cache of ``root``'s compiled functions if their sources changed.
 
@@ -208,9 +202,11 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP) -> int:
             last = _read(stamp)
             if last.get("stat") == stat_key:  # another process compared meanwhile
                 return 0
+            from grapeshot.model.atomic import write_text_atomic  # rarely: not at every import
+
             stale, digests = _stale(files, root, last)
             deleted = _clear(stale)
-            _write(stamp, {"stat": stat_key, "files": digests})
+            write_text_atomic(stamp, json.dumps({"stat": stat_key, "files": digests}))
             return deleted
     except OSError:  # a read-only install: numba cannot write a cache there either
         return 0
