@@ -47,6 +47,12 @@ STATIC_STRATEGIES: dict[str, StaticStrategy] = {
 STRATEGY_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {"birdshot": {"shuffle": SHUFFLES}}
 
 
+def is_static(spec: str) -> bool:
+    """Whether ``spec`` names a static strategy (before any ``:options``; they are checked by
+    :func:`parse_strategy`)."""
+    return str(spec).partition(":")[0].strip() in STATIC_STRATEGIES
+
+
 def parse_strategy(spec: str, option: str = "--strategy") -> tuple[str, dict[str, str]]:
     """Split a static strategy's ``NAME[:key=value,...]`` into its name and options.
 
@@ -60,7 +66,7 @@ def parse_strategy(spec: str, option: str = "--strategy") -> tuple[str, dict[str
     """
     name, colon, rest = str(spec).partition(":")
     name = name.strip()
-    if name not in STATIC_STRATEGIES:
+    if not is_static(name):
         valid = ", ".join(STATIC_STRATEGIES)
         raise InputError(option, f"unknown strategy {name!r}", f"one of: {valid}")
     takes = STRATEGY_OPTIONS.get(name, {})

@@ -28,7 +28,7 @@ from grapeshot.place.dynamic import (
     factory_keywords,
     make_dynamic_strategy,
 )
-from grapeshot.place.static import parse_strategy
+from grapeshot.place.static import is_static, parse_strategy
 from grapeshot.sim.engine import simulate
 from grapeshot.sim.network import network_model
 from grapeshot.sim.program import SimOptions, build_program
@@ -131,7 +131,7 @@ def check_strategy(name: str) -> str:
     listing the valid ones."""
     if name in DYNAMIC_STRATEGIES:
         return name
-    if name.partition(":")[0].strip() not in STATIC_STRATEGIES:
+    if not is_static(name):
         raise InputError(
             "--strategy", f"unknown strategy {name!r}", f"one of: {', '.join(strategy_names())}"
         )

@@ -258,11 +258,11 @@ def place_parts(
         from grapeshot.place.greedy import greedy_rebalance
 
         return greedy_rebalance(np.asarray(loads, np.float64), np.ones(ranks)).astype(np.int32)
-    from grapeshot.place.static import STATIC_STRATEGIES, get_static_strategy
+    from grapeshot.place.static import STATIC_STRATEGIES, get_static_strategy, is_static
 
     if strategy in DYNAMIC_SPATIAL:  # the first placement: the strategy's initial one
         return DynamicPlacement(strategy, parts, dims, seed=seed).node_of
-    if strategy.partition(":")[0].strip() not in STATIC_STRATEGIES:
+    if not is_static(strategy):
         valid = ", ".join(("beatnik", *STATIC_STRATEGIES, "greedy", *DYNAMIC_SPATIAL))
         raise InputError("--spatial-strategy", f"unknown strategy {strategy!r}", f"one of {valid}")
     fn = get_static_strategy(strategy, "--spatial-strategy")  # with its options, if any
