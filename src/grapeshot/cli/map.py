@@ -74,13 +74,12 @@ def map_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
-    import json
-
     from rich.table import Table
 
     from grapeshot.cli.output import Stages, console, emit_json
     from grapeshot.model.atomic import check_output_path, write_text_atomic
     from grapeshot.model.errors import InputError
+    from grapeshot.model.json_text import json_text
     from grapeshot.model.seed import as_generator
     from grapeshot.model.topology import machine_topology, parse_tleaf, read_affinity_matrix
     from grapeshot.place.mapping import MAPPING_STRATEGIES, map_tasks
@@ -125,7 +124,7 @@ def map_command(
             results.append(map_tasks(a, tree, name, oversub=oversub, seed=seed))
     payload = results[0] if len(results) == 1 else {"strategies": results}
     if out is not None:
-        write_text_atomic(out, json.dumps(payload) + "\n")
+        write_text_atomic(out, json_text(payload) + "\n")
     if as_json:
         emit_json(payload)
         return
@@ -174,7 +173,6 @@ def _compare_on_workload(
     trace, synthetic, machine, nodes, tleaf, strategy, seed, out, as_json
 ) -> None:
     """Every strategy on a workload and a machine: bytes cut, hop-bytes, simulated time."""
-    import json
     import time
 
     from rich.table import Table
@@ -182,6 +180,7 @@ def _compare_on_workload(
     from grapeshot.cli.output import console, emit_json
     from grapeshot.model.atomic import write_text_atomic
     from grapeshot.model.errors import InputError
+    from grapeshot.model.json_text import json_text
     from grapeshot.model.machine_file import load_machine
     from grapeshot.model.placement import Placement
     from grapeshot.model.source import open_workload
@@ -251,7 +250,7 @@ def _compare_on_workload(
         "best": best,
     }
     if out is not None:
-        write_text_atomic(out, json.dumps(payload) + "\n")
+        write_text_atomic(out, json_text(payload) + "\n")
     if as_json:
         emit_json(payload)
         return

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+
+from grapeshot.model.json_text import json_text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -16,21 +17,10 @@ err_console = Console(stderr=True)
 FIGURE_SUFFIXES = (".png", ".svg")
 
 
-def _default(obj: Any) -> Any:
-    import numpy as np  # only reached for numpy values, so numpy is loaded already
-
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
-
-
 def emit_json(payload: dict[str, Any]) -> None:
-    """Print ``payload`` as one JSON document on standard output."""
-    sys.stdout.write(json.dumps(payload, default=_default) + "\n")
+    """Print ``payload`` as one standard JSON document on standard output
+    (:func:`grapeshot.model.json_text.json_text`: a NaN or an infinity as ``null``)."""
+    sys.stdout.write(json_text(payload) + "\n")
     sys.stdout.flush()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +11,7 @@ from rich.table import Table
 from grapeshot.cli.output import console, emit_json
 from grapeshot.model.atomic import check_output_path, write_text_atomic
 from grapeshot.model.errors import InputError
+from grapeshot.model.json_text import json_text
 from grapeshot.report.figures import save_figure
 from grapeshot.report.repro import REGISTRY, get_entry, result_json
 
@@ -57,7 +57,7 @@ def repro_command(
     with console.status(f"running {name}", spinner="dots"):
         result = entry.function(quick)
     payload = result_json(result, quick)
-    write_text_atomic(out / f"{name}.json", json.dumps(payload, indent=2) + "\n")
+    write_text_atomic(out / f"{name}.json", json_text(payload, indent=2) + "\n")
     if result.figure is not None:
         save_figure(result.figure, out / f"{name}.png")
     if as_json:

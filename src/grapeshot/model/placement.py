@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from grapeshot.model.atomic import atomic_path, write_text_atomic
 from grapeshot.model.csv_table import Column, read_lines, read_table, read_utf8
 from grapeshot.model.errors import InputError
+from grapeshot.model.json_text import json_text
 from grapeshot.model.machine import Machine
 from grapeshot.model.npy_header import read_npy_header
 from grapeshot.model.workload import Workload
@@ -166,7 +167,7 @@ def save_placement(
 
 
 def _save_json(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps({**placement.to_dict(), **extra}) + "\n")
+    write_text_atomic(path, json_text({**placement.to_dict(), **extra}) + "\n")
 
 
 def _save_part(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:

@@ -28,13 +28,13 @@ trace, plus a ``run`` group:
 
 from __future__ import annotations
 
-import json
 import os
 
 import h5py
 import numpy as np
 
 from grapeshot.model.atomic import atomic_path, write_text_atomic
+from grapeshot.model.json_text import json_text
 from grapeshot.model.program import Program
 from grapeshot.model.workload import HaloGraph, Workload
 from grapeshot.model.workload_file import save_workload
@@ -129,5 +129,5 @@ def write_timeline(path: str | os.PathLike[str], program: Program, outcome: RunO
         )
     write_text_atomic(
         path,
-        json.dumps({"traceEvents": events, "displayTimeUnit": "ms", "otherData": outcome.summary}),
+        json_text({"traceEvents": events, "displayTimeUnit": "ms", "otherData": outcome.summary}),
     )

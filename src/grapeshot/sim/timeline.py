@@ -10,7 +10,6 @@ simulated time. The file is written atomically.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import numpy as np
 
 from grapeshot.model.atomic import write_text_atomic
 from grapeshot.model.errors import InputError
+from grapeshot.model.json_text import json_text
 from grapeshot.sim.result import SimResult
 
 #: Inter-node messages kept in a timeline at most (the earliest); the rest are counted.
@@ -168,5 +168,5 @@ def write_timeline(
 ) -> Path:
     """Write ``result``'s recorded window as Chrome-trace JSON to ``path``, atomically."""
     doc = chrome_trace(result, max_messages=max_messages)
-    write_text_atomic(path, json.dumps(doc, separators=(",", ":")) + "\n")
+    write_text_atomic(path, json_text(doc, separators=(",", ":")) + "\n")
     return Path(path)

@@ -113,15 +113,21 @@ def test_cli_trace_and_vtk_on_2_ranks(tmp_path):
     assert (vtk / "surface.pvd").read_text().count("<DataSet") == 3
 
 
+def _refuse(token: str):
+    raise AssertionError(f"{token} is not JSON")
+
+
 @pytest.mark.mpi
 def test_cli_says_once_when_the_run_blows_up():
     """The defaults' low-order run ends non-finite at mesh 32: one warning with what to try,
-    none of numpy's overflow warnings; a stable run warns of nothing."""
+    none of numpy's overflow warnings, and standard JSON (``null``, not ``NaN``); a stable
+    run warns of nothing."""
     base = ["-m", "grapeshot.cli.main", "zmodel", "--mesh", "32", "--json"]
     proc = run_mpi(2, base, timeout=300)
     assert "grapeshot zmodel: warning: the interface is not finite" in proc.stderr
     assert "--order medium or high" in proc.stderr
     assert "RuntimeWarning" not in proc.stderr and "Traceback" not in proc.stderr
+    assert json.loads(proc.stdout, parse_constant=_refuse)["max_height"] is None
     proc = run_mpi(1, [*base, "--steps", "10"], timeout=300)
     assert "warning" not in proc.stderr
     assert np.isfinite(json.loads(proc.stdout)["max_height"])
