@@ -47,6 +47,19 @@ def test_place_synthetic_fuzz(spec: str) -> None:
 @SETTINGS
 @given(
     st.one_of(
+        st.tuples(
+            st.lists(st.integers(-2, 40).map(str), max_size=4), st.sampled_from(["x", ",", "X"])
+        ).map(lambda t: t[1].join(t[0])),
+        st.text(alphabet="0123456789xX,- .e", max_size=12),
+    )
+)
+def test_place_grid_fuzz(grid: str) -> None:
+    _one_line_or_answer(run_main("place", "--grid", grid, "--machine", "cm5", "--nodes", "2"))
+
+
+@SETTINGS
+@given(
+    st.one_of(
         valid_trees().map(lambda t: t.to_tleaf()),
         st.lists(BAD_WORDS, max_size=6).map(lambda w: "tleaf " + " ".join(w)),
     )

@@ -125,7 +125,7 @@ def test_synthetic_help_lists_kinds(capsys) -> None:
             ["--synthetic", "binary:busy=2", "--machine", "cm5", "--strategy", "birdshot"],
             "busy: got '2'",
         ),
-        (["--machine", "cm5", "--strategy", "birdshot"], "need exactly one"),
+        (["--machine", "cm5", "--strategy", "birdshot"], "--trace/--synthetic/--grid: none given"),
         (
             ["--synthetic", SPEC, "--machine", "cm5", "--nodes", "0", "--strategy", "birdshot"],
             "nodes: got 0",
@@ -215,3 +215,68 @@ def test_fewer_partitions_than_cores_is_noted(capsys: pytest.CaptureFixture[str]
         "(0.222 per core); fewer --nodes, or a finer partition grid"
     )
     assert res.json()["parts_per_core"] == pytest.approx(16 / 72)
+
+
+@pytest.mark.parametrize("strategy", ["geometric", "cyclic", "sfc", "birdshot"])
+@pytest.mark.parametrize("fmt", ["npy", "part"])
+def test_place_grid_places_as_the_workload_of_that_grid(capsys, tmp_path, strategy, fmt) -> None:
+    """A bare grid gets the placement a workload of the same grid gets (static strategies
+    read only the grid), in any format, without building a workload."""
+    common = ["--machine", "plafrim", "--nodes", "7", "--strategy", strategy, "--seed", "5"]
+    grid, wl = tmp_path / f"grid.{fmt}", tmp_path / f"wl.{fmt}"
+    r = run_cli(capsys, "place", "--grid", "30x20", *common, "--out", str(grid), "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["grid"] == [30, 20] and data["parts"] == 600 and data["nodes"] == 7
+    assert (data["parts_per_node_min"], data["parts_per_node_max"]) == (85, 86)
+    assert "lif_mean" not in data
+    spec = "dambreak:parts=30x20,steps=2"
+    r = run_cli(capsys, "place", "--synthetic", spec, *common, "--out", str(wl), "--json")
+    assert r.code == 0, r.err
+    assert grid.read_bytes() == wl.read_bytes()
+
+
+def test_place_grid_3d_json_file_and_human_view(capsys, tmp_path) -> None:
+    out = tmp_path / "p.json"
+    r = run_cli(
+        capsys, "place", "--grid", "4x5x6", "--machine", "cm5", "--nodes", "16", "--out", str(out)
+    )
+    assert r.code == 0, r.err
+    assert "4x5x6 = 120" in r.out and "no costs or halos" in r.out
+    data = json.loads(out.read_text())
+    assert data["parts"] == 120 and data["metrics"]["grid"] == [4, 5, 6]
+    assert sorted(np.bincount(data["node_of"]).tolist()) == [7] * 8 + [8] * 8
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["--grid", "100"], "--grid: got '100'; expected 2 or 3 positive integers"),
+        (["--grid", "10x0"], "--grid: got '10x0'; expected 2 or 3"),
+        (["--grid", "2x2x2x2"], "--grid: got '2x2x2x2'; expected 2 or 3"),
+        (["--grid", "4x4", "--synthetic", SPEC], "--grid: given with --synthetic"),
+        (["--grid", "4x4", "--strategy", "greedy"], "a dynamic one needs a workload's costs"),
+        (["--grid", "4x4", "--strategy", "birdshot:shuffle=no"], "shuffle: got 'no'"),
+        (["--grid", "4x4", "--interval", "5"], "--interval: given with the static strategy"),
+        (["--grid", "4x4", "--figure", "f.png"], "--figure: given with --grid"),
+        (["--grid", "1000000x1000000"], "--grid 1000000x1000000: needs about"),
+    ],
+)
+def test_place_grid_bad_input_is_one_line_exit_2(capsys, args, pattern) -> None:
+    r = run_cli(capsys, "place", "--machine", "cm5", *args)
+    assert r.code == 2
+    assert r.err.startswith("grapeshot: error: ") and pattern in r.err
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+
+
+def test_place_grid_json_output_is_refused_with_its_estimate_and_the_other_formats_named(
+    capsys, tmp_path
+):
+    # 4e10 partitions: about 3.5 TiB as JSON (its list of Python integers), more than any
+    # machine that runs the tests; nothing is allocated or written.
+    out = tmp_path / "p.json"
+    r = run_cli(capsys, "place", "--grid", "200000x200000", "--machine", "cm5", "--out", str(out))
+    assert (
+        r.code == 2 and "or the placement as --out .npy, .part or .csv" in r.err and "GiB" in r.err
+    )
+    assert not out.exists()

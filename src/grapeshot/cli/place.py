@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,7 @@ from grapeshot.cli.options import (
     IntervalOption,
     ThresholdOption,
     WindowOption,
+    parse_sizes,
     refuse_dynamic_options,
     show_synthetic_kinds,
 )
@@ -31,6 +33,7 @@ from grapeshot.model.placement import (
 from grapeshot.model.source import open_workload
 from grapeshot.model.synthetic import describe_kinds
 from grapeshot.place import STATIC_STRATEGIES, place
+from grapeshot.place.static import is_static, parse_strategy
 from grapeshot.sim.resize import parts_per_core, sparse_note
 
 
@@ -69,6 +72,15 @@ def place_command(
             # Eager: '--synthetic help' answers before the required --machine is asked for.
             callback=show_synthetic_kinds,
             is_eager=True,
+        ),
+    ] = None,
+    grid: Annotated[
+        str | None,
+        typer.Option(
+            "--grid",
+            help="Place a bare grid of partitions PXxPY[xPZ] (e.g. 10000x10000) instead of a "
+            "workload: static strategies only, no costs or halos, so sizes whose workload "
+            "would not fit in memory place in seconds; the report gives partitions per node.",
         ),
     ] = None,
     nodes: Annotated[
@@ -113,7 +125,9 @@ def place_command(
     the balanced cost per core (Σ cost / Σ cores), − 1 (its mean and max over the steps; not
     grapeshot simulate's busy-time LIF, whose task times include every task's overheads), the
     halo bytes per step that cross between nodes, how many other nodes each node talks to, and for a
-    dynamic strategy the migrations; --out writes the last step's placement.
+    dynamic strategy the migrations; --out writes the last step's placement. With --grid
+    instead of a workload, a static strategy places the bare partition grid and the report
+    gives partitions per node (what your own MPI code reads from --out).
     """
     if synthetic == "help":
         console.print(describe_kinds(), highlight=False, markup=False)
@@ -126,6 +140,18 @@ def place_command(
         check_output_path(out, "--out")
     if figure is not None:
         check_output_path(figure, "--figure", suffixes=FIGURE_SUFFIXES)
+    options = {
+        "interval": interval, "threshold": threshold, "balancer": balancer, "window": window
+    }  # fmt: skip
+    if trace is None and synthetic is None and grid is None:
+        raise InputError(
+            "--trace/--synthetic/--grid", "none given", "a trace file, a SPEC or a grid"
+        )
+    if grid is not None:
+        parts = _grid_shape(grid, strategy, trace, synthetic, figure, options)
+        m = load_machine(machine, nodes)
+        _place_grid(parts, m, strategy, seed, out, out_format, full, as_json)
+        return
     m = load_machine(machine, nodes)  # before the workload, which may take minutes to build
     with Stages(as_json) as stage:
         stage("building the workload" if synthetic is not None else f"reading {trace}")
@@ -134,9 +160,6 @@ def place_command(
         note = sparse_note(wl.n_parts, m)  # fewer partitions than nodes, or than cores
         if note is not None:
             warn("place", note)
-        options = {
-            "interval": interval, "threshold": threshold, "balancer": balancer, "window": window
-        }  # fmt: skip
         stage(f"placing {wl.n_parts:,} partitions ({strategy}) and measuring the placement")
         placement, metrics, replay = _place(wl, m, strategy, seed, **options)
     summary = {
@@ -193,6 +216,80 @@ def place_command(
     for label, path in (("placement", out), ("figure", figure)):
         if path is not None:
             console.print(f"{label} written to {path}")
+
+
+def _grid_shape(grid, strategy, trace, synthetic, figure, options) -> tuple[int, ...]:
+    """``--grid``'s partition grid, after refusing what needs a workload: a trace or SPEC
+    too, a dynamic strategy or its options, a figure of loads."""
+    if trace is not None or synthetic is not None:
+        given = "--trace" if trace is not None else "--synthetic"
+        raise InputError("--grid", f"given with {given}", "one of --trace, --synthetic, --grid")
+    if not is_static(strategy):
+        raise InputError(
+            "--strategy", f"got {strategy!r} with --grid",
+            f"a static strategy ({', '.join(STATIC_STRATEGIES)}); a dynamic one needs a "
+            "workload's costs (--trace or --synthetic)",
+        )  # fmt: skip
+    parse_strategy(strategy)  # its options, before any work
+    refuse_dynamic_options(strategy, {k: v for k, v in options.items() if v is not None})
+    if figure is not None:
+        raise InputError("--figure", "given with --grid", "--trace or --synthetic (its loads)")
+    expected = "2 or 3 positive integers joined by 'x', e.g. 10000x10000"
+    try:
+        parts = parse_sizes(grid, "--grid")
+    except InputError:
+        raise InputError("--grid", f"got {grid!r}", expected) from None
+    if len(parts) not in (2, 3):
+        raise InputError("--grid", f"got {grid!r}", expected)
+    return parts
+
+
+def _place_grid(parts, m, strategy, seed, out, out_format, full, as_json) -> None:
+    """``place --grid``: place the bare grid ``parts``, write it, report partitions per node."""
+    from grapeshot.model.memory import check_memory, grid_placement_bytes
+    from grapeshot.place import place_grid
+
+    n = math.prod(parts)
+    grid = "x".join(map(str, parts))
+    # JSON holds every node number as a Python integer at once: a file or --full --json.
+    whole = (out is not None and out_format == "json") or (full and as_json)
+    check_memory(
+        grid_placement_bytes(n, json=whole), f"--grid {grid}", "to place it",
+        "fewer partitions" + (", or the placement as --out .npy, .part or .csv" if whole else ""),
+    )  # fmt: skip
+    note = sparse_note(n, m)
+    if note is not None:
+        warn("place", note)
+    with Stages(as_json) as stage:
+        stage(f"placing {n:,} partitions ({strategy})")
+        placement = place_grid(parts, m, strategy, seed=seed)
+        counts = placement.counts()
+        summary = {
+            "strategy": strategy,
+            "seed": seed,
+            "machine": m.name,
+            "nodes": m.nodes,
+            "grid": list(parts),
+            "parts": n,
+            "parts_per_core": parts_per_core(n, m),
+            "parts_per_node_min": int(counts.min()),
+            "parts_per_node_max": int(counts.max()),
+        }
+        if out is not None:
+            stage(f"writing {out}")
+            save_placement(out, placement, out_format, metrics=summary)
+    if as_json:
+        emit_json({**summary, **({"node_of": placement.node_of} if full else {})})
+        return
+    table = Table(title=f"{strategy} on {m.nodes} × {m.name} (seed {seed})")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("partitions", f"{grid} = {n:,} ({n / m.total_cores:.2f} per core)")
+    table.add_row("partitions per node", f"{counts.min():,}–{counts.max():,}")
+    console.print(table)
+    console.print("a bare grid: no costs or halos (--trace or --synthetic for loads and halos)")
+    if out is not None:
+        console.print(f"placement written to {out}")
 
 
 def _check_place_memory(wl, m, strategy, trace, synthetic) -> None:

@@ -19,16 +19,19 @@ import csv
 import io
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from grapeshot.model.errors import InputError
+from grapeshot.model.memory import TEXT_READ_BYTES_PER_BYTE, check_memory
 
 #: Rows converted to numpy at a time.
 CHUNK_ROWS = 1 << 16
+#: Characters of a file's text split into lines at a time (:func:`_lines`).
+WINDOW_CHARS = 1 << 22
 #: Longest field accepted as a number: longer ones are refused before numpy sizes an array
 #: of strings by its longest member.
 MAX_FIELD = 64
@@ -92,12 +95,21 @@ class Table:
         return text if column is None else f"{text}, column '{column}'"
 
 
-def read_utf8(path: str | os.PathLike[str], expected: str) -> str:
+def read_utf8(
+    path: str | os.PathLike[str], expected: str, per_byte: int = TEXT_READ_BYTES_PER_BYTE
+) -> str:
     """The text of ``path``; one :class:`InputError` naming it if unreadable or not UTF-8.
 
     A byte-order mark is dropped; a byte that is not UTF-8, or a NUL, is named by its line.
+    A file whose reading would take more memory than the machine has (``per_byte`` bytes for
+    each of its bytes, :mod:`grapeshot.model.memory`) is refused with that estimate first.
     """
     where = str(path)
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise InputError(where, f"cannot read ({exc.strerror or exc})", expected) from None
+    check_memory(per_byte * size, where, f"to read its {size:,} bytes", expected)
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -115,6 +127,24 @@ def read_utf8(path: str | os.PathLike[str], expected: str) -> str:
         line = text.count("\n", 0, nul) + 1
         raise InputError(f"{where}: line {line}", "holds a NUL character (binary data?)", expected)
     return text
+
+
+def _lines(text: str, newline: str | None) -> Iterator[str]:
+    """The lines of ``text`` as ``io.StringIO(text, newline=newline)`` gives them, a window of
+    about :data:`WINDOW_CHARS` characters at a time.
+
+    A ``StringIO`` of the whole text keeps a copy of it at four bytes a character while it is
+    read: 7 GB more for a placement CSV of 10^8 rows. Windows end just after a ``\n``,
+    which ends a line under every ``newline`` (a ``\r\n`` is never cut), so the lines are
+    the same.
+    """
+    start, n = 0, len(text)
+    while start < n:
+        stop = text.rfind("\n", start, start + WINDOW_CHARS) + 1
+        if stop <= start:  # no newline in the window: a line longer than it
+            stop = text.find("\n", start + WINDOW_CHARS) + 1 or n
+        yield from io.StringIO(text[start:stop], newline=newline)
+        start = stop
 
 
 def _shown(text: str) -> str:
@@ -135,6 +165,19 @@ def _parse_ints(text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     values[ok] = body[ok].astype(np.int64)
     values[ok & (signs == 1)] *= -1
     return values, ok
+
+
+def _canonical_ints(fields: Sequence[str]) -> np.ndarray | None:
+    """The integers of ``fields`` if each is exactly how Python writes its value (``-3``,
+    ``0``, ``12``: no sign but a leading ``-``, no leading zero or blank, ASCII digits), read
+    at C speed; None otherwise, for the general parser. Such a field is ``-?[0-9]+``."""
+    try:
+        ints = list(map(int, fields))
+    except ValueError:
+        return None
+    if list(map(str, ints)) != list(fields):
+        return None
+    return np.array(ints, dtype=np.int64)
 
 
 def convert(
@@ -176,9 +219,12 @@ def convert(
     if column.integer:
         joined = "".join(fields)
         short = not n or (width.min() >= 1 and width.max() <= MAX_DIGITS)
-        if short and joined.isascii() and (joined.isdigit() or not joined):
+        plain = short and joined.isascii()
+        if plain and (joined.isdigit() or not joined):
             # The common file: bare digits and nothing else, read at C speed.
             values = np.fromiter(map(int, fields), dtype=np.int64, count=n)
+        elif plain and (values := _canonical_ints(fields)) is not None:
+            pass
         else:
             values, ok = _parse_ints(np.char.strip(np.asarray(fields, dtype=str)))
             if not ok.all():
@@ -259,7 +305,7 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
     where = str(path)
     text = read_utf8(path, what)
     # strict: a quote left open or text after a closing quote is an error, not a value.
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(_lines(text, ""), strict=True)
     order: list[Column] | None = None
     rows: list[list[str]] = []
     lines: list[int] = []
@@ -275,26 +321,42 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
         rows.clear()
         lines.clear()
 
+    def take(row: list[str], line: int) -> None:
+        if len(row) != width:
+            if _blank(row):  # a blank line: csv gives [] or a field of blanks
+                return
+            raise InputError(
+                f"{where}: line {line}",
+                f"has {len(row)} field{'s' if len(row) != 1 else ''}",
+                f"{width}, one per column of the header",
+            )
+        rows.append(row)
+        lines.append(line)
+        if len(rows) == CHUNK_ROWS:
+            flush()
+
     try:
         width = 0
         for row in reader:
-            if order is None:
-                if not _blank(row):
-                    order = _header(row, reader.line_num, columns, where)
-                    width = len(order)
-                continue
-            if len(row) != width:
-                if _blank(row):  # a blank line: csv gives [] or a field of blanks
-                    continue
-                raise InputError(
-                    f"{where}: line {reader.line_num}",
-                    f"has {len(row)} field{'s' if len(row) != 1 else ''}",
-                    f"{width}, one per column of the header",
-                )
-            rows.append(row)
-            lines.append(reader.line_num)
-            if len(rows) == CHUNK_ROWS:
-                flush()
+            if not _blank(row):
+                order = _header(row, reader.line_num, columns, where)
+                width = len(order)
+                break
+        if '"' in text:  # a quoted field may span lines: row by row, with csv's line count
+            for row in reader:
+                take(row, reader.line_num)
+        else:
+            # Unquoted, a row is a line: rows a chunk at a time, and a chunk whose rows all
+            # have the header's width (the common file) taken whole.
+            while batch := list(itertools.islice(reader, CHUNK_ROWS)):
+                first = reader.line_num - len(batch) + 1
+                if set(map(len, batch)) == {width}:
+                    rows.extend(batch)
+                    lines.extend(range(first, first + len(batch)))
+                    flush()
+                else:
+                    for i, row in enumerate(batch):
+                        take(row, first + i)
     except csv.Error as exc:
         raise InputError(f"{where}: line {reader.line_num}", f"is not CSV ({exc})", what) from None
     if order is None:
@@ -330,8 +392,11 @@ def read_lines(path: str | os.PathLike[str], column: Column, what: str) -> np.nd
         raise InputError(where, "is empty", what)
     chunks: list[np.ndarray] = []
     start = 1
-    lines: Iterable[str] = io.StringIO(text, newline=None)  # \n, \r\n and \r alike
+    lines: Iterable[str] = _lines(text, None)  # \n, \r\n and \r alike
     while batch := list(itertools.islice(lines, CHUNK_ROWS)):
+        # Without their newlines, bare digits take convert's C-speed path (with them, every
+        # line went through the general parser: 91 s for 10^8 lines instead of about 15).
+        batch = [line.removesuffix("\n") for line in batch]
         at = np.arange(start, start + len(batch), dtype=np.int64)
         chunks.append(convert(batch, at, column, where, named=False))
         start += len(batch)

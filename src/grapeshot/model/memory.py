@@ -49,6 +49,20 @@ TIMELINE_BYTES_PER_TASK = 1_400
 #: task's ten 8-byte columns (rank, partition, step, phase, thread, start, end, CPU, wait,
 #: halo seconds), which also covers the trace's cost and work.
 RECORD_BYTES_PER_TASK = 80
+#: Bytes per partition of placing a bare grid (``place --grid``) and writing it as ``.npy``,
+#: ``.part`` or ``.csv`` (the text is written a million partitions at a time): the placement
+#: (int32) and a static strategy's work arrays (6 to 17 measured at 100,000,000 partitions,
+#: cyclic the most); and of writing it as JSON, whose whole list of Python integers and its
+#: text are in memory at once (58 measured).
+GRID_BYTES_PER_PARTITION = 24
+GRID_JSON_BYTES_PER_PARTITION = 96
+#: Bytes per byte of a user's text file (CSV, one value a line) while it is read: its bytes
+#: and its decoded text, then the rows of one chunk and the columns (3.7 measured for a
+#: 565 MB ``.part`` placement of 10^8 lines, 4.5 for a placement CSV of 10^7 rows).
+TEXT_READ_BYTES_PER_BYTE = 6
+#: The same for a JSON file, whose every number becomes a Python object in one list at once
+#: (14.6 measured for a 664 MB placement of 10^8 partitions).
+JSON_READ_BYTES_PER_BYTE = 16
 #: Bytes per generated job of ``jobs generate`` (its columns and the SWF text; 490 measured).
 BYTES_PER_JOB = 512
 #: Bytes per slot of TreeMatch's oversubscribed tree (``cores × --oversub`` slots; 30 to
@@ -256,6 +270,12 @@ def placement_bytes(n_parts: int, steps: int, messages: int, nodes: int, *, repl
     metrics = 2 * WORD * steps * n_parts + 4 * WORD * steps * nodes
     history = WORD * steps * n_parts if replay else 0
     return workload_bytes(n_parts, steps, messages) + metrics + history
+
+
+def grid_placement_bytes(n_parts: int, *, json: bool) -> int:
+    """Peak bytes of placing a bare grid of ``n_parts`` partitions (``place --grid``) and
+    writing it, as JSON if ``json``."""
+    return (GRID_JSON_BYTES_PER_PARTITION if json else GRID_BYTES_PER_PARTITION) * n_parts
 
 
 def simulation_bytes(n_parts: int, steps: int, phases: int, nodes: int, *, window: int = 0) -> int:

@@ -1,0 +1,115 @@
+"""The shared reader of users' text files: its quick paths read what its general ones read.
+
+Unquoted CSV is taken a chunk of rows at a time, and a file's text is split into lines a
+window at a time; a quoted field sends the file row by row through the csv module's own line
+count, and one window per file is ``io.StringIO`` of the whole text. Each pair must give the
+same table, or the same refusal.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grapeshot.model import csv_table
+from grapeshot.model.csv_table import Column, read_lines, read_table
+from grapeshot.model.errors import InputError
+from tests.fuzz import fuzz
+
+COLUMNS = (
+    Column("a", True, "an integer >= -5", -5, None),
+    Column("b", False, "a number >= 0", 0.0, None),
+)
+FIELDS = st.sampled_from(["0", "7", "-3", "-9", "12", "007", " 4", "1.5", "", "  ", "x", "-"])
+
+
+def _outcome(path: Path, text: str):
+    path.write_text(text)
+    try:
+        table = read_table(path, COLUMNS, "a test CSV file")
+    except InputError as exc:
+        return str(exc)
+    return {k: v.tolist() for k, v in table.columns.items()}, table.lines.tolist()
+
+
+@fuzz(0.5)
+@given(
+    st.lists(st.lists(FIELDS, min_size=0, max_size=3), max_size=12),
+    st.sampled_from(["\n", "\r\n"]),
+    st.integers(1, 4),
+)
+def test_unquoted_chunks_read_as_row_by_row(tmp_path_factory, rows, eol, chunk) -> None:
+    """A file read in chunks of rows (unquoted) and row by row (one field quoted, which csv
+    reads as the same string): the same columns, lines and refusals."""
+    path = tmp_path_factory.mktemp("csv") / "t.csv"
+    body = [",".join(row) for row in rows]
+    plain = eol.join(["a,b", *body]) + eol
+    at = next((i for i, row in enumerate(rows) if row), None)
+    if at is None:
+        return
+    quoted = list(rows[at])
+    quoted[0] = f'"{quoted[0]}"'
+    body[at] = ",".join(quoted)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(csv_table, "CHUNK_ROWS", chunk)
+        assert _outcome(path, plain) == _outcome(path, eol.join(["a,b", *body]) + eol)
+
+
+@fuzz(0.5)
+@given(
+    st.text(alphabet="ab\r\n,1 ", max_size=60),
+    st.integers(1, 8),
+    st.sampled_from([None, ""]),
+)
+def test_lines_by_windows_are_the_lines_of_the_whole_text(text, window, newline) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(csv_table, "WINDOW_CHARS", window)
+        assert list(csv_table._lines(text, newline)) == list(io.StringIO(text, newline=newline))
+
+
+def test_a_placement_sized_file_round_trips_in_chunks(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    n = 3 * csv_table.CHUNK_ROWS + 17
+    a, b = rng.integers(-5, 10**6, n), rng.integers(0, 10**6, n)
+    path = tmp_path / "big.csv"
+    path.write_text("b,a\n" + "".join(f"{y},{x}\n" for x, y in zip(a, b, strict=True)))
+    table = read_table(path, COLUMNS, "a test CSV file")
+    assert table.columns["a"].tolist() == a.tolist() and table.columns["b"].tolist() == b.tolist()
+    assert table.lines.tolist() == list(range(2, n + 2))
+    one = tmp_path / "one.part"
+    one.write_text("\r\n".join(map(str, a)) + "\r\n\n")
+    assert read_lines(one, COLUMNS[0], "one a line").tolist() == a.tolist()
+
+
+@fuzz(0.5)
+@given(st.lists(st.from_regex(r"[-+ 0-9_]{0,5}", fullmatch=True) | FIELDS, max_size=8))
+def test_canonical_integers_are_what_the_general_parser_reads(fields) -> None:
+    """Fields Python would write as they are take the quick path, with the general parser's
+    values; every other field goes to the general parser."""
+    quick = csv_table._canonical_ints(fields)
+    if quick is None:
+        return
+    values, ok = csv_table._parse_ints(np.char.strip(np.asarray(fields, dtype=str)))
+    assert ok.all() and quick.tolist() == values.tolist()
+
+
+def test_a_file_too_large_to_read_is_refused_with_its_estimate(tmp_path, monkeypatch) -> None:
+    from grapeshot.model import memory
+    from grapeshot.model.placement import load_placement
+
+    part, js = tmp_path / "p.part", tmp_path / "p.json"
+    part.write_text("0\n1\n" * 500)  # 2,000 bytes: 12,000 to read
+    js.write_text('{"format": "grapeshot-placement", "nodes": 2, "strategy": "x", "node_of": []}')
+    monkeypatch.setattr(memory, "available_memory", lambda: 11_000)
+    with pytest.raises(InputError) as refused:
+        load_placement(part)
+    assert str(refused.value).startswith(f"{part}: needs about 11.7 KiB (12,000 bytes) to read")
+    assert load_placement(js).nodes == 2  # 77 bytes, 16 each: 1,232
+    monkeypatch.setattr(memory, "available_memory", lambda: 1_000)
+    with pytest.raises(InputError, match=r"1,232 bytes\) to read its 77 bytes"):
+        load_placement(js)
