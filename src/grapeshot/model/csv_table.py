@@ -395,7 +395,7 @@ def read_lines(path: str | os.PathLike[str], column: Column, what: str) -> np.nd
     lines: Iterable[str] = _lines(text, None)  # \n, \r\n and \r alike
     while batch := list(itertools.islice(lines, CHUNK_ROWS)):
         # Without their newlines, bare digits take convert's C-speed path (with them, every
-        # line went through the general parser: 91 s for 10^8 lines instead of about 15).
+        # line went through the general parser: `show` of a 10^8-line .part, 91 s, now 54-59).
         batch = [line.removesuffix("\n") for line in batch]
         at = np.arange(start, start + len(batch), dtype=np.int64)
         chunks.append(convert(batch, at, column, where, named=False))
