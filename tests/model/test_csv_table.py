@@ -113,3 +113,63 @@ def test_a_file_too_large_to_read_is_refused_with_its_estimate(tmp_path, monkeyp
     monkeypatch.setattr(memory, "available_memory", lambda: 1_000)
     with pytest.raises(InputError, match=r"1,232 bytes\) to read its 77 bytes"):
         load_placement(js)
+
+
+INTEGERS = (
+    Column("a", True, "an integer >= -5", -5, None),
+    Column("c", True, "an integer from 0 to 99", 0, 99),
+)
+# Mostly values the scanner takes, so that one odd field in an otherwise plain file is common.
+INT_FIELDS = st.integers(-5, 99).map(str) | st.sampled_from(
+    ["-0", "007", "100", "-6", "", "-", " 4", "+5", "9" * 19, "-" + "9" * 18, "1e3"]
+)
+ROWS = st.lists(INT_FIELDS, min_size=2, max_size=2) | st.lists(INT_FIELDS, max_size=3)
+
+
+def _read(path: Path, compiled: bool, table: bool):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(csv_table, "PLAIN_MIN_BYTES", 0 if compiled else 1 << 62)
+        try:
+            if not table:
+                return read_lines(path, INTEGERS[0], "one a line").tolist()
+            read = read_table(path, INTEGERS, "a test CSV file")
+        except InputError as exc:
+            return str(exc)
+    return {k: (v.dtype, v.tolist()) for k, v in read.columns.items()}, read.lines.tolist()
+
+
+@fuzz(1)
+@given(
+    st.just("a,c") | st.sampled_from(["c,a", " A ,c", "a", "a,a", "a,b", "", "1,2", '"a",c']),
+    st.lists(ROWS, max_size=10),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+    st.sampled_from(["", "\ufeff"]),
+    st.sampled_from(["", "\n", "\r\n\n", " \n"]),
+)
+def test_the_compiled_scanner_reads_what_the_general_reader_reads(
+    tmp_path_factory, header, rows, eol, bom, tail
+) -> None:
+    """Files of integers read by the compiled scanner (every file, for the test) and by the
+    general reader: the same columns, lines and refusals; the scanner gives up on anything
+    the general reader refuses."""
+    folder = tmp_path_factory.mktemp("plain")
+    body = eol.join(",".join(row) for row in rows)
+    csv_path, part_path = folder / "t.csv", folder / "t.part"
+    csv_path.write_bytes((bom + header + eol + body + tail).encode())
+    part_path.write_bytes((bom + body + tail).encode())
+    for path, table in ((csv_path, True), (part_path, False)):
+        assert _read(path, True, table) == _read(path, False, table)
+
+
+def test_plain_files_take_the_compiled_scanner(tmp_path, monkeypatch) -> None:
+    """A placement-like file of plain integers is read by the scanner, not the general path
+    (which would make the test above compare the general reader with itself)."""
+    monkeypatch.setattr(csv_table, "PLAIN_MIN_BYTES", 0)
+    data = b"\xef\xbb\xbfc,a\r\n3,-5\r\n\r\n0,12\n"
+    table = csv_table._plain_table(data, INTEGERS, "t.csv")
+    assert table is not None and table.lines.tolist() == [2, 4]
+    assert table.columns["a"].tolist() == [-5, 12] and table.columns["c"].tolist() == [3, 0]
+    values, lines = csv_table._plain_rows(b"4\n-5\n", INTEGERS[:1], 0, 1, blank=False)
+    assert values.tolist() == [[4, -5]] and lines.tolist() == [1, 2]
+    assert csv_table._plain_rows(b"4\n\n-5\n", INTEGERS[:1], 0, 1, blank=False) is None
+    assert csv_table._plain_rows(b"4\n-6\n", INTEGERS[:1], 0, 1, blank=False) is None

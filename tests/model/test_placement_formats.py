@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grapeshot.model import csv_table
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
 from grapeshot.model.placement import (
@@ -25,12 +26,21 @@ from grapeshot.model.placement import (
 NODES = np.array([2, 0, 0, 1, 2, 1, 0], dtype=np.int32)
 
 
+@pytest.fixture(params=["general", "scanner"])
+def reader(request, monkeypatch) -> str:
+    """Read the text files of a test by the general reader, then with every file offered to
+    the compiled scanner first (as files of a megabyte and more are)."""
+    if request.param == "scanner":
+        monkeypatch.setattr(csv_table, "PLAIN_MIN_BYTES", 0)
+    return request.param
+
+
 def _placement(core_of: np.ndarray | None = None) -> Placement:
     return Placement(NODES, nodes=3, strategy="birdshot", seed=4, core_of=core_of)
 
 
 @pytest.mark.parametrize("fmt", list(PLACEMENT_FORMATS))
-def test_every_format_reads_back_the_nodes(tmp_path: Path, fmt: str) -> None:
+def test_every_format_reads_back_the_nodes(tmp_path: Path, fmt: str, reader: str) -> None:
     path = tmp_path / f"p{PLACEMENT_FORMATS[fmt]}"
     save_placement(path, _placement(), fmt, metrics={"lif_mean": 0.5})
     back = load_placement(path)
@@ -58,7 +68,7 @@ def test_the_files_are_what_the_docs_say(tmp_path: Path) -> None:
     assert np.array_equal(np.frombuffer(raw[start:], "<i4"), NODES)
 
 
-def test_csv_keeps_the_cores(tmp_path: Path) -> None:
+def test_csv_keeps_the_cores(tmp_path: Path, reader: str) -> None:
     cores = np.array([3, 0, 1, 2, 5, 4, 7])
     save_placement(tmp_path / "p.csv", _placement(cores), "csv")
     assert (tmp_path / "p.csv").read_text().splitlines()[1] == "0,2,3"
@@ -67,7 +77,7 @@ def test_csv_keeps_the_cores(tmp_path: Path) -> None:
     assert load_placement(tmp_path / "p.part").core_of is None  # lost, as documented
 
 
-def test_a_csv_in_any_row_order_without_core(tmp_path: Path) -> None:
+def test_a_csv_in_any_row_order_without_core(tmp_path: Path, reader: str) -> None:
     path = tmp_path / "p.csv"
     path.write_text("Node , PARTITION\r\n1,2\n\n0,0\n2,1\n")
     back = load_placement(path)
@@ -127,7 +137,7 @@ PART_REFUSALS = [
 
 
 @pytest.mark.parametrize(("text", "message"), PART_REFUSALS)
-def test_part_refusals_name_the_line(tmp_path: Path, text: str, message: str) -> None:
+def test_part_refusals_name_the_line(tmp_path: Path, text: str, message: str, reader: str) -> None:
     path = tmp_path / "p.part"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError) as err:
@@ -135,7 +145,7 @@ def test_part_refusals_name_the_line(tmp_path: Path, text: str, message: str) ->
     assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
 
 
-def test_part_tolerates_blanks_around_numbers_and_crlf(tmp_path: Path) -> None:
+def test_part_tolerates_blanks_around_numbers_and_crlf(tmp_path: Path, reader: str) -> None:
     path = tmp_path / "p.part"
     path.write_bytes(b"\xef\xbb\xbf 1\r\n0 \r\n\t2\r\n\r\n")
     assert load_placement(path).node_of.tolist() == [1, 0, 2]
@@ -175,7 +185,9 @@ CSV_REFUSALS = [
 
 
 @pytest.mark.parametrize(("text", "message"), CSV_REFUSALS)
-def test_csv_refusals_name_the_line_and_column(tmp_path: Path, text: str, message: str) -> None:
+def test_csv_refusals_name_the_line_and_column(
+    tmp_path: Path, text: str, message: str, reader: str
+) -> None:
     path = tmp_path / "p.csv"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError) as err:
