@@ -9,6 +9,7 @@ came after the work had started would fail the test instead of passing slowly.
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,25 @@ def test_long_work_shows_its_stage_on_a_terminal_only(monkeypatch: pytest.Monkey
     assert "placing 64 partitions (birdshot) and measuring the placement" in screen.getvalue()
     screen.truncate(0)
     assert run_main(*PLACE, "--json").code == 0  # --json: for scripts, never a spinner
+    assert screen.getvalue() == ""
+
+
+def test_a_simulation_shows_its_share_done_on_a_terminal_only(monkeypatch, tmp_path) -> None:
+    """One run (no sweep) also shows a bar: the kernel stops now and then to report."""
+    monkeypatch.setattr("grapeshot.sim.engine.POPS_PER_CALL", 50)
+    args = ("simulate", "--machine", "plafrim", "--nodes", "2", "--synthetic",
+            "binary:parts=8x8,steps=6", "--strategy", "birdshot", "--no-figure")  # fmt: skip
+    quiet = run_main(*args)
+    assert quiet.code == 0 and quiet.err == ""
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=120)
+    monkeypatch.setattr("grapeshot.cli.simulate.err_console", terminal)
+    assert run_main(*args).code == 0
+    shown = screen.getvalue()
+    assert "simulating birdshot" in shown and "100%" in shown
+    assert re.search(r"\D[1-9][0-9]?%", shown), shown  # a share of the run, mid-run
+    screen.truncate(0)
+    assert run_main(*args, "--json").code == 0
     assert screen.getvalue() == ""
 
 

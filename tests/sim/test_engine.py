@@ -145,3 +145,39 @@ def test_pinned_placement_core_of_is_honoured() -> None:
     all_on_core_0 = Placement(np.zeros(36, np.int32), 1, "x", core_of=np.zeros(36, np.int32))
     r = simulate(workload, all_on_core_0, machine, SimOptions(pin=True), timeline_steps=(0, 2))
     assert set(r.tasks.core.tolist()) == {0}
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_run_stopped_for_progress_reports_is_the_same_run(monkeypatch, dynamic: bool) -> None:
+    """The kernel stopped every few events (to report progress on a long run) and started
+    again runs the same events in the same order: every number and record is the same."""
+    from grapeshot.sim import ReactiveGreedy, engine
+
+    machine = load_machine("bluewaters-xe6", 8)
+    workload = synthetic_workload("dambreak:parts=16x12,steps=6,cells=4")
+    placement = place(workload, machine, "birdshot", seed=2)
+    opts = SimOptions(sync="allreduce", phases=2)
+
+    def run(progress=None):
+        strategy = ReactiveGreedy(interval=2) if dynamic else None
+        return simulate(
+            workload, placement, machine, opts, dynamic=strategy, timeline_steps=(0, 6),
+            progress=progress,
+        )  # fmt: skip
+
+    whole = run()
+    shares: list[float] = []
+    monkeypatch.setattr(engine, "POPS_PER_CALL", 5)
+    stopped = run(shares.append)
+    for name in ("step_end", "node_busy", "node_idle", "node_work", "bytes_sent", "lif"):
+        assert np.array_equal(getattr(whole, name), getattr(stopped, name)), name
+    for name in ("start", "end", "core", "node"):
+        assert np.array_equal(getattr(whole.tasks, name), getattr(stopped.tasks, name)), name
+    assert np.array_equal(whole.messages.delivered, stopped.messages.delivered)
+    assert (whole.n_messages, whole.comm_time, whole.hidden_comm_time) == (
+        stopped.n_messages, stopped.comm_time, stopped.hidden_comm_time
+    )  # fmt: skip
+    assert whole.placements[-1][0] == stopped.placements[-1][0]
+    # Reported often, never backwards, and to the end.
+    assert len(shares) > 100 and shares == sorted(shares) and shares[-1] == 1.0
+    assert 0 < shares[0] < 0.1

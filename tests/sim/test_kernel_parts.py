@@ -41,9 +41,9 @@ def machine(nodes: int, topology: str, **params: object) -> Machine:
     return Machine("test", nodes, NodeTree((("core", 1),)), net)
 
 
-def test_the_kernel_takes_five_records() -> None:
+def test_the_kernel_takes_five_records_and_a_budget() -> None:
     params = inspect.signature(run_segment.py_func).parameters
-    assert list(params) == ["net", "plan", "qs", "clk", "out"]
+    assert list(params) == ["net", "plan", "qs", "clk", "out", "pops"]
 
 
 @pytest.mark.parametrize(

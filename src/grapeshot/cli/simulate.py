@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import typer
 from rich import box
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from grapeshot.cli.options import (
@@ -205,8 +213,10 @@ def simulate_placement(
     machine: Any,
     options: SimOptions,
     timeline_steps: tuple[int, int] | None,
+    progress: Callable[[float], None] | None = None,
 ) -> Run:
-    """Simulate the placement read from ``path`` on the workload as it comes (no resizing).
+    """Simulate the placement read from ``path`` on the workload as it comes (no resizing);
+    ``progress`` is called now and then with the share of it simulated.
 
     Raises
     ------
@@ -242,6 +252,7 @@ def simulate_placement(
         timeline_steps=timeline_steps,
         program=build_program(wl, options),
         network=network_model(machine, options.hop_latency),
+        progress=progress,
     )
     return Run("placement", None, fixed.seed or 0, wl.parts_shape, result)
 
@@ -524,43 +535,40 @@ def simulate_command(
         if note is not None:
             warn("simulate", note)
 
-    if fixed is not None:
-        assert placement is not None
-        run = simulate_placement(
-            placement, fixed, trace, synthetic, workload, steps_ab, m, options,
-            None if tl is None else tl[2],
-        )  # fmt: skip
-        runs = [Run(pairs[0][0], pairs[0][1], run.seed, run.parts_shape, run.result)]
-    elif as_json or len(pairs) == 1:
-        runs = run_sweep(
-            source, m, strategies, ppcs, seed=seed, options=options, timeline=tl,
-            dynamic_options=dynamic_options,
-        )  # fmt: skip
-    else:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        ) as bar:
-            job = bar.add_task("simulating", total=len(pairs))
+    # A bar on a terminal (not with --json, not in a pipe): the runs done and the share of
+    # the current one simulated, from the kernel (a million partitions take a minute).
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=as_json or not err_console.is_terminal,
+    ) as bar:
+        job = bar.add_task("simulating", total=len(pairs))
 
-            def report(done: int, total: int, label: str) -> None:
-                bar.update(job, completed=done, description=f"simulating {label}")
+        def report(done: float, total: int, label: str) -> None:
+            count = f" ({min(int(done) + 1, total)}/{total})" if total > 1 else ""
+            # Drawn at once: updates come seconds apart on long runs, and a short run
+            # would otherwise end before the bar's next refresh.
+            bar.update(job, completed=done, description=f"simulating {label}{count}", refresh=True)
 
+        if fixed is not None:
+            assert placement is not None
+            name = str(placement)
+            run = simulate_placement(
+                placement, fixed, trace, synthetic, workload, steps_ab, m, options,
+                None if tl is None else tl[2], lambda share: report(share, 1, name),
+            )  # fmt: skip
+            runs = [Run(pairs[0][0], pairs[0][1], run.seed, run.parts_shape, run.result)]
+        else:
             runs = run_sweep(
-                source,
-                m,
-                strategies,
-                ppcs,
-                seed=seed,
-                options=options,
-                progress=report,
-                timeline=tl,
-                dynamic_options=dynamic_options,
-            )
+                source, m, strategies, ppcs, seed=seed, options=options, progress=report,
+                timeline=tl, dynamic_options=dynamic_options,
+            )  # fmt: skip
 
     written: list[str] = []
     if not no_figure:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,9 @@ from grapeshot.model.machine import Machine
 from grapeshot.model.placement import Placement
 from grapeshot.place.dynamic import call_steps
 from grapeshot.sim.collectives import collective_release
-from grapeshot.sim.kernel import run_segment
+from grapeshot.sim.kernel import run_segment, seed_segment
 from grapeshot.sim.kernel_state import (
+    C_MSGS,
     net_record,
     new_clocks,
     new_out,
@@ -48,6 +50,10 @@ from grapeshot.sim.program import (
     check_placement,
 )
 from grapeshot.sim.result import MessageRecords, SimResult, TaskRecords, step_lif
+
+#: Events the kernel runs between two reports of progress: about a second at a million
+#: partitions on 8192 nodes, a fraction of a second on programs that fit in cache.
+POPS_PER_CALL = 1 << 20
 
 
 @njit(cache=True)
@@ -148,6 +154,7 @@ def simulate(
     timeline_steps: tuple[int, int] | None = None,
     program: Program | None = None,
     network: NetworkModel | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> SimResult:
     """Simulate ``workload`` placed by ``placement`` on ``machine``.
 
@@ -171,6 +178,8 @@ def simulate(
         timeline (:mod:`grapeshot.sim.timeline`).
     program, network
         A prebuilt program or network model, to save planning them again.
+    progress
+        Called now and then with the share of the run's tasks done so far (0 to 1).
 
     Returns
     -------
@@ -234,8 +243,14 @@ def simulate(
         out = segment_out(rec, program, (a, b))
         queues = new_queues(layout, program)
         clocks = new_clocks(plan, program, layout, layout.fc_init.shape[0], node_cores)
-        n_msgs += run_segment(net, plan, queues, clocks, out)
+        seed_segment(plan, queues, clocks)
+        while not run_segment(net, plan, queues, clocks, out, POPS_PER_CALL):
+            if progress is not None:
+                progress((task_hi - int(clocks.step_rem.sum())) / max(n_tasks, 1))
+        n_msgs += int(clocks.ctr[C_MSGS])
         cpu += time.process_time() - started
+        if progress is not None:
+            progress(task_hi / max(n_tasks, 1))
         seg_node.append((task_lo, task_hi, a, layout.node_of))
         if not carry_out:
             break

@@ -26,7 +26,6 @@ from grapeshot.sim.event_heap import (
 from grapeshot.sim.events import dispatch, on_task_end, partition_done
 from grapeshot.sim.kernel_state import (
     C_EVENTS,
-    C_MSGS,
     P_DEP,
     P_NODE,
     P_OUT_LO,
@@ -44,7 +43,7 @@ from grapeshot.sim.ready_queues import append, enqueue, touch
 
 
 @njit(cache=True)
-def _seed(plan: Plan, qs: Queues, clk: Clocks) -> None:
+def seed_segment(plan: Plan, qs: Queues, clk: Clocks) -> None:
     """Seed the segment with its partitions' arrivals after a rebalancing point, or first tasks.
 
     At the run's start, its first tasks are queued in partition order and every queue is
@@ -77,19 +76,30 @@ def _prefetch_next(plan: Plan, clk: Clocks) -> None:
 
 
 @njit(cache=True, _nrt=False)
-def run_segment(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out) -> int:
-    """Run the segment ``plan``: steps ``plan.step0 ..`` ``+ plan.n_sp / plan.phases``.
+def run_segment(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out, pops: int) -> bool:
+    """Run the segment ``plan`` (steps ``plan.step0 ..`` ``+ plan.n_sp / plan.phases``), at
+    most ``pops`` events of it; True when the segment is over.
+
+    The first call follows :func:`seed_segment`; a call that stops before the segment's end
+    leaves all its state in the records, and the next call goes on with the same events in
+    the same order as one call would run (the driver stops it now and then to report
+    progress on a long run). At the end ``clk.ctr[C_MSGS]`` is the number of halo messages
+    the segment sent (on-node and inter-node).
 
     Updates ``net``'s NIC and link state, ``qs`` and ``clk`` in place and fills ``out``
     (task records, step ends and releases, bytes, communication integrals, the message
-    window). Returns the number of halo messages sent (on-node and inter-node).
+    window).
     """
-    _seed(plan, qs, clk)
+    # After a stop no queue is touched, so the dispatch at t0 starts nothing: the first pop
+    # sets the time.
     t = plan.t0
     while True:
         dispatch(plan, qs, clk, out, t)
         if clk.ctr[C_EVENTS] == 0:
             break
+        if pops == 0:
+            return False
+        pops -= 1
         t, kind, item, core = pop_event(clk)
         if kind == TASK_END:  # its halo list, whose row the last event's prefetch brought
             e = clk.part_i[item % plan.n_parts, P_OUT_LO]
@@ -110,4 +120,4 @@ def run_segment(net: Net, plan: Plan, qs: Queues, clk: Clocks, out: Out) -> int:
             p, node, nxt, r, step_g = item, clk.part_i[item, P_NODE], item, 0, plan.step0 - 1
         partition_done(net, plan, qs, clk, out, p, node, nxt, r, step_g, t)
     close_spans(clk.nst, t, out.comm_time, out.hidden_time)
-    return clk.ctr[C_MSGS]
+    return True

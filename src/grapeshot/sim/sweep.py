@@ -35,9 +35,10 @@ from grapeshot.sim.program import SimOptions, build_program
 from grapeshot.sim.resize import WorkloadSource, parts_needed
 from grapeshot.sim.result import SimResult
 
-#: ``progress(done, total, label)``: called before each run (done = runs finished so far)
-#: and once at the end.
-Progress = Callable[[int, int, str], None]
+#: ``progress(done, total, label)``: called before each run (done = runs finished so far),
+#: now and then during it (done = those runs and the share of this one's tasks simulated,
+#: a float) and once at the end.
+Progress = Callable[[float, int, str], None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,6 +184,7 @@ def run_one(
     timeline_steps: tuple[int, int] | None = None,
     dynamic_options: dict[str, Any] | None = None,
     initial: np.ndarray | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> Run:
     """Place and simulate one (strategy, ppc) of an experiment.
 
@@ -192,7 +194,7 @@ def run_one(
     strategy's factory (``interval``, ``threshold``, ``window``, ...; ``None`` values keep the
     defaults). ``initial``, a ``node_of`` for the run's workload, replaces the first placement
     of a dynamic strategy (and Speculative's homes), e.g. a geometric split other than the
-    registry's.
+    registry's. ``progress`` is called now and then with the share of the run simulated.
     """
     check_strategy(strategy)
     if ppc is None:
@@ -225,6 +227,7 @@ def run_one(
         timeline_steps=timeline_steps,
         program=build_program(workload, options),
         network=network_model(machine, options.hop_latency),
+        progress=progress,
     )
     return Run(strategy, None if ppc is None else int(ppc), seed, workload.parts_shape, result)
 
@@ -281,8 +284,14 @@ def run_sweep(
     jobs = [(k, name) for k in levels for name in strategies]
     runs: list[Run] = []
     for done, (k, name) in enumerate(jobs):
+        within = None
         if progress is not None:
-            progress(done, len(jobs), name if k is None else f"{name} at {k} per core")
+            label = name if k is None else f"{name} at {k} per core"
+            progress(done, len(jobs), label)
+
+            def within(share: float, done: int = done, label: str = label) -> None:
+                progress(done + share, len(jobs), label)
+
         window = None
         if timeline is not None and timeline[0] == name and timeline[1] == k:
             window = timeline[2]
@@ -296,6 +305,7 @@ def run_sweep(
                 options=options,
                 timeline_steps=window,
                 dynamic_options=dynamic_options,
+                progress=within,
             )
         )
     if progress is not None:
