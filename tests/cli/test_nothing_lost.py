@@ -179,38 +179,34 @@ def test_a_trace_file_too_big_to_place_is_refused(
 # --- progress -----------------------------------------------------------------------------
 
 
-def test_long_work_shows_its_stage_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Not a terminal (a pipe, a log, these tests): nothing but the result.
-    quiet = run_main(*PLACE)
+def _on_a_terminal(monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], console: str) -> str:
+    """What ``grapeshot ARGS`` draws on standard error: nothing off a terminal (a pipe, a
+    log, these tests) and with ``--json``, checked here; on a terminal (``console``, the
+    module's name for it, made one), returned."""
+    quiet = run_main(*args)
     assert quiet.code == 0 and quiet.err == ""
     screen = io.StringIO()
-    terminal = Console(file=screen, force_terminal=True, width=100)
-    monkeypatch.setattr("grapeshot.cli.output.err_console", terminal)
-    assert run_main(*PLACE).code == 0
-    assert "building the workload" in screen.getvalue()
-    assert "placing 64 partitions (birdshot) and measuring the placement" in screen.getvalue()
-    screen.truncate(0)
-    assert run_main(*PLACE, "--json").code == 0  # --json: for scripts, never a spinner
+    monkeypatch.setattr(console, Console(file=screen, force_terminal=True, width=120))
+    assert run_main(*args, "--json").code == 0  # --json: for scripts, never a spinner
     assert screen.getvalue() == ""
+    assert run_main(*args).code == 0
+    return screen.getvalue()
 
 
-def test_a_simulation_shows_its_share_done_on_a_terminal_only(monkeypatch, tmp_path) -> None:
+def test_long_work_shows_its_stage_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown = _on_a_terminal(monkeypatch, PLACE, "grapeshot.cli.output.err_console")
+    assert "building the workload" in shown
+    assert "placing 64 partitions (birdshot) and measuring the placement" in shown
+
+
+def test_a_simulation_shows_its_share_done_on_a_terminal_only(monkeypatch) -> None:
     """One run (no sweep) also shows a bar: the kernel stops now and then to report."""
     monkeypatch.setattr("grapeshot.sim.engine.POPS_PER_CALL", 50)
     args = ("simulate", "--machine", "plafrim", "--nodes", "2", "--synthetic",
             "binary:parts=8x8,steps=6", "--strategy", "birdshot", "--no-figure")  # fmt: skip
-    quiet = run_main(*args)
-    assert quiet.code == 0 and quiet.err == ""
-    screen = io.StringIO()
-    terminal = Console(file=screen, force_terminal=True, width=120)
-    monkeypatch.setattr("grapeshot.cli.simulate.err_console", terminal)
-    assert run_main(*args).code == 0
-    shown = screen.getvalue()
+    shown = _on_a_terminal(monkeypatch, args, "grapeshot.cli.simulate.err_console")
     assert "simulating birdshot" in shown and "100%" in shown
     assert re.search(r"\D[1-9][0-9]?%", shown), shown  # a share of the run, mid-run
-    screen.truncate(0)
-    assert run_main(*args, "--json").code == 0
-    assert screen.getvalue() == ""
 
 
 # --- under mpiexec ------------------------------------------------------------------------

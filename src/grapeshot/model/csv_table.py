@@ -145,6 +145,11 @@ def _decode(data: bytes, where: str, expected: str) -> str:
     return text
 
 
+def _text_start(data: bytes) -> int:
+    """Where the text of ``data`` starts: after a UTF-8 byte-order mark, if any."""
+    return len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+
+
 def _plain_rows(
     data: bytes, columns: Sequence[Column], start: int, first_line: int, blank: bool
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -174,7 +179,7 @@ def _plain_table(data: bytes, columns: Sequence[Column], where: str) -> Table | 
     line, by the compiled scanner (:func:`_plain_rows`); None for any other file."""
     if len(data) < PLAIN_MIN_BYTES:
         return None
-    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    start = _text_start(data)
     stop = data.find(b"\n", start)
     head = data[start:stop].removesuffix(b"\r")
     if stop < 0 or not head.isascii() or any(c in head for c in b'"\r\x00'):
@@ -455,8 +460,7 @@ def read_lines(path: str | os.PathLike[str], column: Column, what: str) -> np.nd
     """
     where = str(path)
     data = _read_bytes(path, what, TEXT_READ_BYTES_PER_BYTE)
-    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    if (plain := _plain_rows(data, [column], bom, 1, blank=False)) is not None:
+    if (plain := _plain_rows(data, [column], _text_start(data), 1, blank=False)) is not None:
         return plain[0][0]
     text = _decode(data, where, what).rstrip()
     del data
