@@ -86,3 +86,24 @@ def test_bad_placement_file(tmp_path) -> None:
     write_text_atomic(path, json.dumps({"format": "grapeshot-placement", "nodes": 2}))
     with pytest.raises(InputError, match="node_of: missing"):
         load_placement(path)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("node_of", [0, 1.7, 1], "node_of[1]: is 1.7; expected a node number"),
+        ("node_of", [0, True], "node_of[1]: is true; expected a node number"),
+        ("node_of", [0, 10**30], f"node_of[1]: is {10**30}; expected a node number"),
+        ("node_of", 5, "node_of: is 5; expected a list of node numbers"),
+        ("core_of", [0.5, 1, 2], "core_of[0]: is 0.5; expected a core number"),
+        ("core_of", [0, "1", 2], 'core_of[1]: is "1"; expected a core number'),
+    ],
+)
+def test_a_json_placement_takes_integers_only(tmp_path, key, value, message) -> None:
+    """Not numpy's casts: 1.7 and true would both have been read as node 1."""
+    doc = {"format": "grapeshot-placement", "nodes": 2, "strategy": "x", "node_of": [0, 1, 1]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**doc, key: value}))
+    with pytest.raises(InputError) as err:
+        load_placement(path)
+    assert str(err.value) == f"{path}: {message}"

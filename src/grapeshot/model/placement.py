@@ -262,18 +262,38 @@ def _load_json(path: str | os.PathLike[str]) -> Placement:
     for key in ("node_of", "nodes", "strategy"):
         if key not in data:
             raise InputError(f"{where}: {key}", "missing", None)
+    node_of = _json_ints(data["node_of"], f"{where}: node_of", "node")
+    core_of = data.get("core_of")
+    if core_of is not None:
+        core_of = _json_ints(core_of, f"{where}: core_of", "core")
     try:
         return Placement(
-            node_of=np.asarray(data["node_of"], dtype=np.int64),
+            node_of=node_of,
             nodes=int(data["nodes"]),
             strategy=str(data["strategy"]),
             seed=data.get("seed"),
-            core_of=None if data.get("core_of") is None else np.asarray(data["core_of"]),
+            core_of=core_of,
         )
     except (TypeError, ValueError, OverflowError) as exc:
         if isinstance(exc, InputError):
             raise InputError(f"{where}: {exc.where}", exc.problem, exc.expected) from None
         raise InputError(where, f"malformed placement ({exc})", None) from None
+
+
+def _json_ints(values: Any, where: str, what: str) -> np.ndarray:
+    """A JSON list of integers (``what`` numbers: node, core) as int64; refuses anything
+    else, naming its first bad item (``numpy.asarray`` with an integer dtype would read
+    ``1.7`` as 1 and ``true`` as 1)."""
+    if not isinstance(values, list):
+        raise InputError(where, f"is {json_text(values)[:40]}", f"a list of {what} numbers")
+    if set(map(type, values)) - {int}:
+        i, bad = next((i, v) for i, v in enumerate(values) if type(v) is not int)
+        raise InputError(f"{where}[{i}]", f"is {json_text(bad)[:40]}", f"a {what} number")
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except OverflowError:
+        i = next(i for i, v in enumerate(values) if not -(2**63) <= v < 2**63)
+        raise InputError(f"{where}[{i}]", f"is {values[i]}", f"a {what} number") from None
 
 
 def _from_nodes(node_of: np.ndarray, core_of: np.ndarray | None = None) -> Placement:
