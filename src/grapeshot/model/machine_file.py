@@ -56,9 +56,14 @@ def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str, path: 
 def machine_from_dict(data: dict[str, Any], path: str = "<machine>") -> Machine:
     """Build and validate a :class:`Machine` from the parsed TOML ``data`` of file ``path``."""
     _reject_unknown(data, _TOP_KEYS, "", path)
-    for key in ("name", "nodes", "node"):
+    required = {
+        "name": 'name = "my-cluster"',
+        "nodes": "nodes = 64 (the node count; --nodes resizes it)",
+        "node": '[node] with levels = [["socket", 2], ["core", 9]] (docs/machines.md)',
+    }
+    for key, example in required.items():
         if key not in data:
-            raise InputError(f"{path}: {key}", "missing", "see docs/machines.md")
+            raise InputError(f"{path}: {key}", "missing", example)
     node = data["node"]
     if not isinstance(node, dict):
         raise InputError(f"{path}: node", "is not a table", "[node] with levels = [...]")
