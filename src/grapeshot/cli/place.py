@@ -32,7 +32,7 @@ from grapeshot.model.placement import (
 )
 from grapeshot.model.source import open_workload
 from grapeshot.model.synthetic import describe_kinds
-from grapeshot.place import STATIC_STRATEGIES, place
+from grapeshot.place import STATIC_STRATEGIES, place, place_grid
 from grapeshot.place.static import is_static, parse_strategy
 from grapeshot.sim.resize import parts_per_core, sparse_note
 
@@ -247,7 +247,6 @@ def _grid_shape(grid, strategy, trace, synthetic, figure, options) -> tuple[int,
 def _place_grid(parts, m, strategy, seed, out, out_format, full, as_json) -> None:
     """``place --grid``: place the bare grid ``parts``, write it, report partitions per node."""
     from grapeshot.model.memory import check_memory, grid_placement_bytes
-    from grapeshot.place import place_grid
 
     n = math.prod(parts)
     grid = "x".join(map(str, parts))

@@ -36,8 +36,10 @@ from grapeshot.model.workload import Workload
 
 #: Most nodes a placement may have: node numbers are int32 (MPI ranks are C ints).
 MAX_NODES = int(np.iinfo(np.int32).max)
-#: Partitions :meth:`Placement.counts` counts at a time (their int64 copy stays in cache).
-_COUNT_CHUNK = 1 << 20
+#: Partitions taken at a time by the passes over a whole placement (its count per node, the
+#: text writers, the CSV reader's order check): their temporaries stay a few MB at any size,
+#: where one of the placement's size is 800 MB at 10^8 partitions.
+_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,8 +96,8 @@ class Placement:
         # By chunks: np.bincount casts int32 to int64 first, a fresh 800 MB array to fault
         # in at 10^8 partitions (1-2.7 s, against 0.2 s for the counting itself).
         counts = np.zeros(self.nodes, dtype=np.int64)
-        for lo in range(0, self.n_parts, _COUNT_CHUNK):
-            counts += np.bincount(self.node_of[lo : lo + _COUNT_CHUNK], minlength=self.nodes)
+        for lo in range(0, self.n_parts, _CHUNK):
+            counts += np.bincount(self.node_of[lo : lo + _CHUNK], minlength=self.nodes)
         return counts
 
     def to_dict(self) -> dict[str, Any]:
@@ -178,16 +180,12 @@ def _save_json(path: str | os.PathLike[str], placement: Placement, extra: dict[s
     write_text_atomic(path, json_text({**placement.to_dict(), **extra}) + "\n")
 
 
-#: Partitions the text writers format at a time: their memory stays a few dozen MB at any
-#: size (a Python string per partition of the whole placement took about 120 bytes each).
-_TEXT_CHUNK = 1 << 20
-
-
 def _save_part(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
     node_of = placement.node_of
     with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii") as fh:
-        for lo in range(0, max(node_of.size, 1), _TEXT_CHUNK):
-            fh.write("\n".join(map(str, node_of[lo : lo + _TEXT_CHUNK].tolist())) + "\n")
+        # A chunk at a time: a string per partition of the whole placement took 120 bytes each.
+        for lo in range(0, max(node_of.size, 1), _CHUNK):
+            fh.write("\n".join(map(str, node_of[lo : lo + _CHUNK].tolist())) + "\n")
 
 
 def _save_csv(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
@@ -195,8 +193,8 @@ def _save_csv(path: str | os.PathLike[str], placement: Placement, extra: dict[st
     with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii") as fh:
         fh.write(CSV_HEADER + "\n")
         # One format call per row: np.savetxt's per-row Python made it 3 µs a partition.
-        for lo in range(0, node_of.size, _TEXT_CHUNK):
-            hi = min(lo + _TEXT_CHUNK, node_of.size)
+        for lo in range(0, node_of.size, _CHUNK):
+            hi = min(lo + _CHUNK, node_of.size)
             cores = [NO_CORE] * (hi - lo) if core_of is None else core_of[lo:hi].tolist()
             rows = map("{},{},{}\n".format, range(lo, hi), node_of[lo:hi].tolist(), cores)
             fh.write("".join(rows))
@@ -345,11 +343,10 @@ def _load_csv(path: str | os.PathLike[str]) -> Placement:
 
 def _in_order(part: np.ndarray) -> bool:
     """Whether ``part`` is 0, 1, ..., n - 1, as a file written in partition order has it,
-    checked a million at a time (no temporaries of its size: 10^8 rows are 800 MB each)."""
-    step = 1 << 20
+    checked :data:`_CHUNK` rows at a time."""
     return all(
-        np.array_equal(part[lo : lo + step], np.arange(lo, min(lo + step, len(part))))
-        for lo in range(0, len(part), step)
+        np.array_equal(part[lo : lo + _CHUNK], np.arange(lo, min(lo + _CHUNK, len(part))))
+        for lo in range(0, len(part), _CHUNK)
     )
 
 
