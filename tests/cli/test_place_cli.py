@@ -269,14 +269,16 @@ def test_place_grid_bad_input_is_one_line_exit_2(capsys, args, pattern) -> None:
     assert r.err.count("\n") == 1 and "Traceback" not in r.err
 
 
-def test_place_grid_json_output_is_refused_with_its_estimate_and_the_other_formats_named(
+def test_place_grid_printed_whole_is_refused_with_its_estimate_and_a_file_named(
     capsys, tmp_path
-):
-    # 4e10 partitions: about 3.5 TiB as JSON (its list of Python integers), more than any
-    # machine that runs the tests; nothing is allocated or written.
+) -> None:
+    # 4e10 partitions: about 3.5 TiB printed whole (its list of Python integers), more than
+    # any machine that runs the tests; nothing is allocated.
+    grid = ["--grid", "200000x200000", "--machine", "cm5"]
+    r = run_cli(capsys, "place", *grid, "--full", "--json")
+    assert r.code == 2 and "or --out FILE rather than --full --json" in r.err and "TiB" in r.err
+    # Written to a file it is a chunk at a time, still far more than any machine has.
     out = tmp_path / "p.json"
-    r = run_cli(capsys, "place", "--grid", "200000x200000", "--machine", "cm5", "--out", str(out))
-    assert (
-        r.code == 2 and "or the placement as --out .npy, .part or .csv" in r.err and "GiB" in r.err
-    )
+    r = run_cli(capsys, "place", *grid, "--out", str(out))
+    assert r.code == 2 and "needs about" in r.err and "--full" not in r.err
     assert not out.exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from grapeshot.model import placement
 from tests.cli.helpers import run_main
 
 SPEC = "dambreak:parts=8x8,steps=4"
@@ -101,6 +102,16 @@ def test_summaries_say_what_matters(written) -> None:
     assert show("png")["width_px"] > 0 and show("svg")["format"] == "svg"
     assert show("vti")["vtk_type"] == "ImageData" and show("pvd")["frames"] == 3
     assert show("view")["components"] in (2, 3)
+
+
+def test_large_json_files_read_by_the_compiled_scanner_say_the_same(written, monkeypatch) -> None:
+    """Every JSON file shown as if it were large (its lists of integers read from its bytes,
+    :mod:`grapeshot.model.json_ints`): the same facts as through ``json.loads``."""
+    json_files = [label for label, (path, _) in written.items() if path.suffix == ".json"]
+    before = {label: run_main("show", str(written[label][0]), "--json").out for label in json_files}
+    monkeypatch.setattr(placement, "JSON_SCAN_MIN_BYTES", 0)
+    for label in json_files:
+        assert run_main("show", str(written[label][0]), "--json").out == before[label], label
 
 
 def _cut(path: Path, into: Path, fraction: float) -> Path:

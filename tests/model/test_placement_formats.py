@@ -6,12 +6,13 @@ every refusal of its reader names the file and the line (field, partition) at fa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from grapeshot.model import csv_table
+from grapeshot.model import placement as placement_module
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
 from grapeshot.model.placement import (
@@ -24,15 +25,6 @@ from grapeshot.model.placement import (
 )
 
 NODES = np.array([2, 0, 0, 1, 2, 1, 0], dtype=np.int32)
-
-
-@pytest.fixture(params=["general", "scanner"])
-def reader(request, monkeypatch) -> str:
-    """Read the text files of a test by the general reader, then with every file offered to
-    the compiled scanner first (as files of a megabyte and more are)."""
-    if request.param == "scanner":
-        monkeypatch.setattr(csv_table, "PLAIN_MIN_BYTES", 0)
-    return request.param
 
 
 def _placement(core_of: np.ndarray | None = None) -> Placement:
@@ -66,6 +58,34 @@ def test_the_files_are_what_the_docs_say(tmp_path: Path) -> None:
     # The data are the last 4 * P bytes, little-endian int32, as docs/formats.md says.
     start = 10 + int.from_bytes(raw[8:10], "little")
     assert np.array_equal(np.frombuffer(raw[start:], "<i4"), NODES)
+
+
+@pytest.mark.parametrize("cores", [False, True])
+@pytest.mark.parametrize("n", [0, 1, 7, 12])
+def test_the_text_writers_write_what_str_and_json_dumps_write(
+    tmp_path: Path, monkeypatch, n: int, cores: bool
+) -> None:
+    """The compiled writer, chunk after chunk (3 partitions a chunk here), writes the bytes
+    of the plain Python writers it replaced: ``json.dumps`` of the whole document, ``str`` of
+    each number."""
+    monkeypatch.setattr(placement_module, "_CHUNK", 3)
+    rng = np.random.default_rng(n)
+    core_of = rng.integers(0, 4, n) if cores else None
+    p = Placement(rng.integers(0, 5, n), nodes=5, strategy="x", seed=2, core_of=core_of)
+    extra = {"metrics": {"lif": 0.5, "grid": [n, 1]}}
+    want_json = json.dumps({**p.to_dict(), **extra}) + "\n"
+    nodes, cores_or_none = p.node_of.tolist(), [-1] * n if core_of is None else core_of.tolist()
+    want = {
+        "json": want_json,
+        "part": "".join(f"{v}\n" for v in nodes) or "\n",
+        "csv": "partition,node,core\n"
+        + "".join(
+            f"{i},{v},{c}\n" for i, (v, c) in enumerate(zip(nodes, cores_or_none, strict=True))
+        ),
+    }
+    for fmt, text in want.items():
+        save_placement(tmp_path / f"p.{fmt}", p, fmt, **extra)
+        assert (tmp_path / f"p.{fmt}").read_text() == text, fmt
 
 
 def test_csv_keeps_the_cores(tmp_path: Path, reader: str) -> None:

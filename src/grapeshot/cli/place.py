@@ -250,11 +250,12 @@ def _place_grid(parts, m, strategy, seed, out, out_format, full, as_json) -> Non
 
     n = math.prod(parts)
     grid = "x".join(map(str, parts))
-    # JSON holds every node number as a Python integer at once: a file or --full --json.
-    whole = (out is not None and out_format == "json") or (full and as_json)
+    # --full --json prints every node number as a Python integer at once (files are
+    # written a chunk at a time).
+    whole = full and as_json
     check_memory(
-        grid_placement_bytes(n, json=whole), f"--grid {grid}", "to place it",
-        "fewer partitions" + (", or the placement as --out .npy, .part or .csv" if whole else ""),
+        grid_placement_bytes(n, whole=whole), f"--grid {grid}", "to place it",
+        "fewer partitions" + (", or --out FILE rather than --full --json" if whole else ""),
     )  # fmt: skip
     note = sparse_note(n, m)
     if note is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -13,6 +13,9 @@ from rich.table import Table
 
 from grapeshot.cli.output import console, emit_json
 from grapeshot.model.errors import InputError
+
+if TYPE_CHECKING:
+    from grapeshot.model.placement import Placement
 
 #: What ``show`` reads; the message of an unrecognised file lists them.
 KINDS = (
@@ -86,11 +89,8 @@ def _record_facts(path: Path) -> dict[str, Any] | None:
     }
 
 
-def _placement_facts(path: Path) -> dict[str, Any]:
+def _placement_facts(placement: Placement) -> dict[str, Any]:
     """What any placement file says: its strategy and seed (``.json`` only), its sizes."""
-    from grapeshot.model.placement import load_placement
-
-    placement = load_placement(path)
     counts = placement.counts()
     return {
         "strategy": placement.strategy,
@@ -179,9 +179,24 @@ def _is_map(data: dict[str, Any]) -> bool:
     return isinstance(rows, list) and bool(rows) and isinstance(rows[0], dict)
 
 
+def _read_json(path: Path) -> Any:
+    """The JSON document of ``path``; a placement's lists as arrays in a large file, read by
+    the compiled scanner (:mod:`grapeshot.model.json_ints`) rather than as Python ints."""
+    from grapeshot.model import placement
+
+    raw = path.read_bytes()
+    if len(raw) >= placement.JSON_SCAN_MIN_BYTES:
+        from grapeshot.model.json_ints import loads_with_int_lists
+
+        data = loads_with_int_lists(raw, ("node_of", "core_of"))
+        if data is not None:
+            return data
+    return json.loads(raw.decode("utf-8"))
+
+
 def _json_facts(path: Path) -> tuple[str, dict[str, Any]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = _read_json(path)
     except UnicodeDecodeError:
         raise InputError(str(path), "is neither HDF5 nor text", KINDS) from None
     except json.JSONDecodeError as exc:
@@ -194,7 +209,9 @@ def _json_facts(path: Path) -> tuple[str, dict[str, Any]]:
             "complete JSON (write it again, or copy it again if it was copied)",
         ) from None
     if isinstance(data, dict) and data.get("format") == "grapeshot-placement":
-        facts = _placement_facts(path)
+        from grapeshot.model.placement import placement_from_json
+
+        facts = _placement_facts(placement_from_json(data, str(path)))
         metrics = data.get("metrics")
         if isinstance(metrics, dict):
             facts.update({k: v for k, v in metrics.items() if k not in facts})
@@ -382,7 +399,9 @@ def describe_file(path: Path) -> tuple[str, dict[str, Any]]:
         return "machine", describe_machine(load_machine_file(path))
     if suffix in PLACEMENT_TABLES:
         # No strategy, seed or node count in these: the nodes are the largest named + 1.
-        return "placement", {**_placement_facts(path), "format": suffix[1:]}
+        from grapeshot.model.placement import load_placement
+
+        return "placement", {**_placement_facts(load_placement(path)), "format": suffix[1:]}
     if head.startswith(PNG_SIGNATURE) or suffix == ".png":
         if not head.startswith(PNG_SIGNATURE):
             raise InputError(str(path), "is not a PNG (no PNG signature)", "an intact PNG")

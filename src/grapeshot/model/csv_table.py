@@ -111,10 +111,10 @@ def read_utf8(
     A file whose reading would take more memory than the machine has (``per_byte`` bytes for
     each of its bytes, :mod:`grapeshot.model.memory`) is refused with that estimate first.
     """
-    return _decode(_read_bytes(path, expected, per_byte), str(path), expected)
+    return decode_utf8(read_bytes(path, expected, per_byte), str(path), expected)
 
 
-def _read_bytes(path: str | os.PathLike[str], expected: str, per_byte: int) -> bytes:
+def read_bytes(path: str | os.PathLike[str], expected: str, per_byte: int) -> bytes:
     """The bytes of ``path``, after weighing what reading them will take (:func:`read_utf8`)."""
     where = str(path)
     try:
@@ -128,7 +128,7 @@ def _read_bytes(path: str | os.PathLike[str], expected: str, per_byte: int) -> b
         raise InputError(where, f"cannot read ({exc.strerror or exc})", expected) from None
 
 
-def _decode(data: bytes, where: str, expected: str) -> str:
+def decode_utf8(data: bytes, where: str, expected: str) -> str:
     """``data`` as text (:func:`read_utf8`)."""
     try:
         text = data.decode("utf-8-sig")
@@ -371,10 +371,10 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
         Naming the file, the line and (for a value) the column.
     """
     where = str(path)
-    data = _read_bytes(path, what, TEXT_READ_BYTES_PER_BYTE)
+    data = read_bytes(path, what, TEXT_READ_BYTES_PER_BYTE)
     if (table := _plain_table(data, columns, where)) is not None:
         return table
-    text = _decode(data, where, what)
+    text = decode_utf8(data, where, what)
     del data
     # strict: a quote left open or text after a closing quote is an error, not a value.
     reader = csv.reader(_lines(text, ""), strict=True)
@@ -459,10 +459,10 @@ def read_lines(path: str | os.PathLike[str], column: Column, what: str) -> np.nd
         Naming the file and the line.
     """
     where = str(path)
-    data = _read_bytes(path, what, TEXT_READ_BYTES_PER_BYTE)
+    data = read_bytes(path, what, TEXT_READ_BYTES_PER_BYTE)
     if (plain := _plain_rows(data, [column], _text_start(data), 1, blank=False)) is not None:
         return plain[0][0]
-    text = _decode(data, where, what).rstrip()
+    text = decode_utf8(data, where, what).rstrip()
     del data
     if not text:
         raise InputError(where, "is empty", what)

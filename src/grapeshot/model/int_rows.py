@@ -1,4 +1,4 @@
-"""Rows of plain integers read straight from a file's bytes, at C speed.
+"""Rows of plain integers read straight from a file's bytes, and written to them, at C speed.
 
 A placement of 10^8 partitions written by a C or Fortran code is 10^8 lines of digits; read
 as Python strings it takes a minute or more (:mod:`grapeshot.model.csv_table`'s general
@@ -8,6 +8,10 @@ and gives up (``rows = -1``) on any other byte, so the general reader, which kno
 refusal, reads the file instead. It never refuses anything itself: for a file it accepts,
 the values and lines are the ones the general reader gives (checked by
 ``tests/model/test_csv_table.py``).
+
+The same files are written by :func:`format_int_rows`: the bytes Python's ``str`` of each
+value would give (checked by ``tests/model/test_int_rows.py``), without a string per value
+(``str`` and a join took 3 s per 10^7 values of a ``.part`` file, 8 s of a ``.csv``).
 """
 
 from __future__ import annotations
@@ -96,3 +100,60 @@ def scan_int_rows(
         i += 1
         line += 1
     return values, lines, rows
+
+
+#: Most bytes of one int64 written in decimal: a sign and 19 digits.
+_INT_BYTES = 20
+
+
+@njit(cache=True, nogil=True)
+def format_int_rows(values: np.ndarray, sep: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The text of rows of integers, as bytes.
+
+    Parameters
+    ----------
+    values
+        int64 ``(width, rows)``: a row of the text is a column of this (each field
+        contiguous, as :func:`scan_int_rows` gives them).
+    sep
+        uint8, the bytes between two fields of a row (``,``).
+    end
+        uint8, the bytes after each row (``\\n``; ``, `` for the items of a JSON list).
+
+    Returns
+    -------
+    uint8 ``(n,)``: each value in decimal as Python's ``str`` writes it (``-`` then the
+    digits, no leading zero), fields joined by ``sep``, every row followed by ``end``.
+    """
+    width, rows = values.shape
+    size = rows * (width * _INT_BYTES + max(width - 1, 0) * len(sep) + len(end))
+    out = np.empty(size, dtype=np.uint8)
+    digits = np.empty(_INT_BYTES, dtype=np.uint8)
+    n = 0
+    for r in range(rows):
+        for f in range(width):
+            if f > 0:
+                for b in sep:
+                    out[n] = b
+                    n += 1
+            v = values[f, r]
+            if v < 0:
+                out[n] = _MINUS
+                n += 1
+            # The magnitude as unsigned, so that -2**63 has one too.
+            m = np.uint64(-(v + 1)) + np.uint64(1) if v < 0 else np.uint64(v)
+            k = 0
+            while True:
+                digits[k] = _ZERO + np.uint8(m % np.uint64(10))
+                m //= np.uint64(10)
+                k += 1
+                if m == 0:
+                    break
+            while k > 0:
+                k -= 1
+                out[n] = digits[k]
+                n += 1
+        for b in end:
+            out[n] = b
+            n += 1
+    return out[:n]

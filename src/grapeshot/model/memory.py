@@ -49,19 +49,22 @@ TIMELINE_BYTES_PER_TASK = 1_400
 #: task's ten 8-byte columns (rank, partition, step, phase, thread, start, end, CPU, wait,
 #: halo seconds), which also covers the trace's cost and work.
 RECORD_BYTES_PER_TASK = 80
-#: Bytes per partition of placing a bare grid (``place --grid``) and writing it as ``.npy``,
-#: ``.part`` or ``.csv`` (the text is written a million partitions at a time): the placement
-#: (int32) and a static strategy's work arrays (6 to 17 measured at 100,000,000 partitions,
-#: cyclic the most); and of writing it as JSON, whose whole list of Python integers and its
-#: text are in memory at once (58 measured).
+#: Bytes per partition of placing a bare grid (``place --grid``) and writing it in any
+#: format (the text is written a million partitions at a time): the placement (int32) and a
+#: static strategy's work arrays (6 to 17 measured at 100,000,000 partitions, cyclic the
+#: most); and of printing it whole (``--full --json``), its whole list of Python integers and
+#: its text in memory at once (58 measured).
 GRID_BYTES_PER_PARTITION = 24
-GRID_JSON_BYTES_PER_PARTITION = 96
+GRID_WHOLE_BYTES_PER_PARTITION = 96
 #: Bytes per byte of a user's text file (CSV, one value a line) while it is read: its bytes
 #: and its decoded text, then the rows of one chunk and the columns (3.7 measured for a
 #: 565 MB ``.part`` placement of 10^8 lines, 4.5 for a placement CSV of 10^7 rows).
 TEXT_READ_BYTES_PER_BYTE = 6
-#: The same for a JSON file, whose every number becomes a Python object in one list at once
-#: (14.6 measured for a 664 MB placement of 10^8 partitions).
+#: The same for a JSON file read by ``json.loads``, whose every number becomes a Python object
+#: in one list at once (14.6 measured for a 664 MB placement of 10^8 partitions). A placement
+#: whose lists the compiled scanner takes (``model/json_ints.py``) is weighed at
+#: :data:`TEXT_READ_BYTES_PER_BYTE` first (2.4 measured, the same file), and at this only
+#: when it goes to ``json.loads``.
 JSON_READ_BYTES_PER_BYTE = 16
 #: Bytes per generated job of ``jobs generate`` (its columns and the SWF text; 490 measured).
 BYTES_PER_JOB = 512
@@ -272,10 +275,10 @@ def placement_bytes(n_parts: int, steps: int, messages: int, nodes: int, *, repl
     return workload_bytes(n_parts, steps, messages) + metrics + history
 
 
-def grid_placement_bytes(n_parts: int, *, json: bool) -> int:
+def grid_placement_bytes(n_parts: int, *, whole: bool) -> int:
     """Peak bytes of placing a bare grid of ``n_parts`` partitions (``place --grid``) and
-    writing it, as JSON if ``json``."""
-    return (GRID_JSON_BYTES_PER_PARTITION if json else GRID_BYTES_PER_PARTITION) * n_parts
+    writing it, or printing it whole as JSON if ``whole``."""
+    return (GRID_WHOLE_BYTES_PER_PARTITION if whole else GRID_BYTES_PER_PARTITION) * n_parts
 
 
 def simulation_bytes(n_parts: int, steps: int, phases: int, nodes: int, *, window: int = 0) -> int:
