@@ -169,7 +169,10 @@ def test_plain_files_take_the_compiled_scanner(tmp_path, monkeypatch) -> None:
     table = csv_table._plain_table(data, INTEGERS, "t.csv")
     assert table is not None and table.lines.tolist() == [2, 4]
     assert table.columns["a"].tolist() == [-5, 12] and table.columns["c"].tolist() == [3, 0]
+    table = csv_table._plain_table(b"c,a\n3,-5\n0,12\n", INTEGERS, "t.csv")
+    assert table is not None and table.lines.tolist() == [2, 3]
+    # No empty line: no line numbers written, row r is on line 1 + r.
     values, lines = csv_table._plain_rows(b"4\n-5\n", INTEGERS[:1], 0, 1, blank=False)
-    assert values.tolist() == [[4, -5]] and lines.tolist() == [1, 2]
+    assert values.tolist() == [[4, -5]] and lines is None
     assert csv_table._plain_rows(b"4\n\n-5\n", INTEGERS[:1], 0, 1, blank=False) is None
     assert csv_table._plain_rows(b"4\n-6\n", INTEGERS[:1], 0, 1, blank=False) is None

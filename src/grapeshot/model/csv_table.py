@@ -152,12 +152,12 @@ def _text_start(data: bytes) -> int:
 
 def _plain_rows(
     data: bytes, columns: Sequence[Column], start: int, first_line: int, blank: bool
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray | None] | None:
     """``(values (len(columns), rows), lines)`` of plain integer rows from byte ``start`` of
     a file (blank lines between them skipped if ``blank``), read by the compiled scanner
     (:mod:`grapeshot.model.int_rows`), every value within its column's bounds; None for a
     file it does not take (small, or anything unusual: the general reader then reads it and
-    gives every refusal)."""
+    gives every refusal). ``lines`` is None where row ``r`` is on line ``first_line + r``."""
     if len(data) < PLAIN_MIN_BYTES or not all(c.integer for c in columns):
         return None
     from grapeshot.model.int_rows import scan_int_rows  # numba: only for files this large
@@ -166,7 +166,7 @@ def _plain_rows(
     values, lines, rows = scan_int_rows(buf, start, len(columns), first_line, blank)
     if rows <= 0:
         return None
-    values, lines = values[:, :rows], lines[:rows]
+    values, lines = values[:, :rows], (lines[:rows] if lines.size else None)
     for column, row in zip(columns, values, strict=True):
         high = column.maximum
         if row.min() < column.minimum or (high is not None and row.max() > high):
@@ -193,6 +193,8 @@ def _plain_table(data: bytes, columns: Sequence[Column], where: str) -> Table | 
     if plain is None:
         return None
     values, lines = plain
+    if lines is None:
+        lines = np.arange(2, 2 + values.shape[1])
     columns_read = {c.name: row for c, row in zip(order, values, strict=True)}
     return Table(where=where, columns=columns_read, lines=lines)
 

@@ -47,9 +47,11 @@ def scan_int_rows(
     Returns
     -------
     values, lines, rows
-        int64 ``(width, capacity)`` and ``(capacity,)``: the first ``rows`` of each are the
-        values (a column a row, so that each column is contiguous) and the line of each;
-        ``rows = -1`` where the text is not plain rows.
+        int64 ``(width, capacity)``: the first ``rows`` columns are the values (a column a
+        row, so that each field is contiguous); ``rows = -1`` where the text is not plain
+        rows. ``lines``: int64 ``(capacity,)``, the line of each row, where an empty line
+        came between rows; else empty, row ``r`` being on line ``first_line + r`` (not
+        written: 8 bytes a row, a quarter of a ``.part`` file's reading).
     """
     end = len(buf)
     while end > start and (buf[end - 1] == _NL or buf[end - 1] == _CR):
@@ -62,34 +64,52 @@ def scan_int_rows(
     # machine short of free huge pages that made first touching 3.2 GB (10^8 rows of a
     # placement CSV) take 4.3-8.7 s, against 2.2-2.5 s for these.
     values = np.empty((width, capacity), dtype=np.int64)
-    lines = np.empty(capacity, dtype=np.int64)
+    lines = np.empty(0, dtype=np.int64)
     rows, line, i = 0, first_line, start
     while i < end:
-        c = buf[i]
-        if c == _NL or c == _CR:  # an empty line
-            if not blank_lines:
-                return values, lines, -1
-        else:
-            for field in range(width):
-                negative = i < end and buf[i] == _MINUS
-                if negative:
+        field = 0
+        while True:  # the fields of a row; i < end here
+            c = np.int64(buf[i])
+            negative = False
+            # A digit is by far the most common first byte: tested first, the other cases
+            # took half the scan's time (10^7 lines: 0.24 s against 0.42 s).
+            if c < _ZERO or c > _NINE:
+                if c == _MINUS:
+                    negative = True
                     i += 1
-                value, digits = 0, 0
-                while i < end and _ZERO <= buf[i] <= _NINE:
-                    value = value * 10 + (buf[i] - _ZERO)
-                    digits += 1
-                    i += 1
-                if digits == 0 or digits > MAX_DIGITS:
-                    return values, lines, -1
-                values[field, rows] = -value if negative else value
-                if field < width - 1:
-                    if i >= end or buf[i] != _COMMA:
+                elif field == 0 and (c == _NL or c == _CR):  # an empty line
+                    if not blank_lines:
                         return values, lines, -1
-                    i += 1
-            lines[rows] = line
-            rows += 1
-            if i == end:
+                    if lines.size == 0:  # the first: from here on each row's line is written
+                        lines = np.empty(capacity, dtype=np.int64)
+                        for r in range(rows):
+                            lines[r] = first_line + r
+                    break
+            first = i
+            value = 0
+            while i < end:
+                d = np.int64(buf[i]) - _ZERO
+                if d < 0 or d > 9:
+                    break
+                value = value * 10 + d
+                i += 1
+            digits = i - first
+            if digits == 0 or digits > MAX_DIGITS:
+                return values, lines, -1
+            values[field, rows] = -value if negative else value
+            field += 1
+            if field == width:
+                if lines.size:
+                    lines[rows] = line
+                rows += 1
                 break
+            if i >= end or buf[i] != _COMMA:
+                return values, lines, -1
+            i += 1
+            if i == end:  # a comma last: an empty field
+                return values, lines, -1
+        if i == end:
+            break
         # the line's end: \n or \r\n (a lone \r is a line end too for others: give up)
         if buf[i] == _CR:
             i += 1
