@@ -9,8 +9,10 @@ lists, ``str`` of every number joined), and read back by
 ``model/int_rows.py`` and ``model/json_ints.py``) and by ``json.load`` + ``np.asarray`` and
 ``np.loadtxt`` (numpy's C reader). Best of 2 after a warm-up on a small placement (numba's
 cache); the files written are checked byte for byte equal, the arrays read equal.
-Goal: no slower than the plain version (>= 1x); the write of each text format and the read
-of the JSON several times faster.
+Goals: every write and the JSON's read at least twice as fast as the plain version (a string
+or a Python int per number: the compiled code's reason to be); the ``.part`` and ``.csv``
+reads within 20 % of ``np.loadtxt`` (>= 0.8x), which is C too and checks less (no range, no
+partition order, no line named in a refusal): the two measured 0.7-1.2x of each other here.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from grapeshot.model.placement import Placement, load_placement, save_placement
 from timing import best_of, figure
 
 NODES, CORES, SEED, REPEATS = 31_250, 32, 2024, 2
+#: The goal on ``baseline / ours`` of each figure: the reads of numpy's C reader are a par.
+TARGETS = {"write": 2.0, "read json": 2.0, "read part": 0.8, "read csv": 0.8}
 
 
 def _plain_write(path: Path, fmt: str, p: Placement) -> None:
@@ -63,7 +67,7 @@ def _bench(d: Path, fmt: str, p: Placement) -> None:
     figure(
         f"write a .{fmt} placement of {n:,} partitions", t_ours, t_plain,
         baseline_name="plain Python: " + ("json.dumps" if fmt == "json" else "str joined"),
-        same=ours.read_bytes() == plain.read_bytes(), target=1.0, note=size,
+        same=ours.read_bytes() == plain.read_bytes(), target=TARGETS["write"], note=size,
     )  # fmt: skip
     got: list[Placement] = []
     base: list[np.ndarray] = []
@@ -72,7 +76,8 @@ def _bench(d: Path, fmt: str, p: Placement) -> None:
     figure(
         f"read a .{fmt} placement of {n:,} partitions", t_ours, t_plain,
         baseline_name="json.load + np.asarray" if fmt == "json" else "np.loadtxt",
-        same=bool(np.array_equal(got[-1].node_of, base[-1])), target=1.0, note=size,
+        same=bool(np.array_equal(got[-1].node_of, base[-1])), target=TARGETS[f"read {fmt}"],
+        note=size,
     )  # fmt: skip
     ours.unlink()
     plain.unlink()
