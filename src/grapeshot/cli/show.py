@@ -182,16 +182,11 @@ def _is_map(data: dict[str, Any]) -> bool:
 def _read_json(path: Path) -> Any:
     """The JSON document of ``path``; a placement's lists as arrays in a large file, read by
     the compiled scanner (:mod:`grapeshot.model.json_ints`) rather than as Python ints."""
-    from grapeshot.model import placement
+    from grapeshot.model.placement import scan_placement_json
 
     raw = path.read_bytes()
-    if len(raw) >= placement.JSON_SCAN_MIN_BYTES:
-        from grapeshot.model.json_ints import loads_with_int_lists
-
-        data = loads_with_int_lists(raw, ("node_of", "core_of"))
-        if data is not None:
-            return data
-    return json.loads(raw.decode("utf-8"))
+    data = scan_placement_json(raw)
+    return json.loads(raw.decode("utf-8")) if data is None else data
 
 
 def _json_facts(path: Path) -> tuple[str, dict[str, Any]]:

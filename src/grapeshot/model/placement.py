@@ -222,9 +222,11 @@ def _int_text(*columns: np.ndarray, end: bytes = b"\n") -> memoryview:
 def _save_part(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
     node_of = placement.node_of
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        if not node_of.size:
+            fh.write(b"\n")
         # A chunk at a time: the text of the whole placement at once would be 1 GB at 10^8.
-        for lo in range(0, max(node_of.size, 1), _CHUNK):
-            fh.write(_int_text(node_of[lo : lo + _CHUNK]) if node_of.size else b"\n")
+        for lo in range(0, node_of.size, _CHUNK):
+            fh.write(_int_text(node_of[lo : lo + _CHUNK]))
 
 
 def _save_csv(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
@@ -288,11 +290,7 @@ def _stored_format(path: str | os.PathLike[str]) -> str:
 def _load_json(path: str | os.PathLike[str]) -> Placement:
     where, expected = str(path), "a placement JSON file"
     raw = read_bytes(path, expected, TEXT_READ_BYTES_PER_BYTE)
-    data = None
-    if len(raw) >= JSON_SCAN_MIN_BYTES:
-        from grapeshot.model.json_ints import loads_with_int_lists  # numba: for large files
-
-        data = loads_with_int_lists(raw, ("node_of", "core_of"))
+    data = scan_placement_json(raw)
     if data is None:
         # Every number a Python int: weighed again at what that takes.
         check_memory(
@@ -306,6 +304,18 @@ def _load_json(path: str | os.PathLike[str]) -> Placement:
             ) from None
     del raw
     return placement_from_json(data, where)
+
+
+def scan_placement_json(raw: bytes) -> Any | None:
+    """The JSON document ``raw`` with its ``node_of`` and ``core_of`` lists as int64 arrays,
+    read by the compiled scanner (:mod:`grapeshot.model.json_ints`) if the file is of
+    :data:`JSON_SCAN_MIN_BYTES` or more; None for a smaller file or one the scanner leaves
+    to ``json.loads``."""
+    if len(raw) < JSON_SCAN_MIN_BYTES:
+        return None
+    from grapeshot.model.json_ints import loads_with_int_lists  # numba: for large files
+
+    return loads_with_int_lists(raw, ("node_of", "core_of"))
 
 
 def placement_from_json(data: Any, where: str) -> Placement:
