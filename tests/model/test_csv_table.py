@@ -34,7 +34,12 @@ def _outcome(path: Path, text: str):
         table = read_table(path, COLUMNS, "a test CSV file")
     except InputError as exc:
         return str(exc)
-    return {k: v.tolist() for k, v in table.columns.items()}, table.lines.tolist()
+    return {k: v.tolist() for k, v in table.columns.items()}, _line_list(table)
+
+
+def _line_list(table) -> list[int]:
+    """Every row's line, whether the table holds them as an array or as ConsecutiveLines."""
+    return table.lines[np.arange(len(table))].tolist()
 
 
 @fuzz(0.5)
@@ -80,7 +85,7 @@ def test_a_placement_sized_file_round_trips_in_chunks(tmp_path) -> None:
     path.write_text("b,a\n" + "".join(f"{y},{x}\n" for x, y in zip(a, b, strict=True)))
     table = read_table(path, COLUMNS, "a test CSV file")
     assert table.columns["a"].tolist() == a.tolist() and table.columns["b"].tolist() == b.tolist()
-    assert table.lines.tolist() == list(range(2, n + 2))
+    assert _line_list(table) == list(range(2, n + 2))
     one = tmp_path / "one.part"
     one.write_text("\r\n".join(map(str, a)) + "\r\n\n")
     assert read_lines(one, COLUMNS[0], "one a line").tolist() == a.tolist()
@@ -135,7 +140,7 @@ def _read(path: Path, compiled: bool, table: bool):
             read = read_table(path, INTEGERS, "a test CSV file")
         except InputError as exc:
             return str(exc)
-    return {k: (v.dtype, v.tolist()) for k, v in read.columns.items()}, read.lines.tolist()
+    return {k: (v.dtype, v.tolist()) for k, v in read.columns.items()}, _line_list(read)
 
 
 @fuzz(1)
@@ -167,12 +172,27 @@ def test_plain_files_take_the_compiled_scanner(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(csv_table, "PLAIN_MIN_BYTES", 0)
     data = b"\xef\xbb\xbfc,a\r\n3,-5\r\n\r\n0,12\n"
     table = csv_table._plain_table(data, INTEGERS, "t.csv")
-    assert table is not None and table.lines.tolist() == [2, 4]
+    assert table is not None and _line_list(table) == [2, 4]
     assert table.columns["a"].tolist() == [-5, 12] and table.columns["c"].tolist() == [3, 0]
     table = csv_table._plain_table(b"c,a\n3,-5\n0,12\n", INTEGERS, "t.csv")
-    assert table is not None and table.lines.tolist() == [2, 3]
+    assert table is not None and _line_list(table) == [2, 3]
+    # Nothing between the rows: their lines are not stored (8 bytes a row).
+    assert table.lines == csv_table.ConsecutiveLines(2, 2)
     # No empty line: no line numbers written, row r is on line 1 + r.
     values, lines = csv_table._plain_rows(b"4\n-5\n", INTEGERS[:1], 0, 1, blank=False)
     assert values.tolist() == [[4, -5]] and lines is None
     assert csv_table._plain_rows(b"4\n\n-5\n", INTEGERS[:1], 0, 1, blank=False) is None
     assert csv_table._plain_rows(b"4\n-6\n", INTEGERS[:1], 0, 1, blank=False) is None
+
+
+def test_consecutive_lines_index_as_their_array_would() -> None:
+    lines, array = csv_table.ConsecutiveLines(5, 4), np.arange(5, 9)
+    assert len(lines) == 4 and lines[0] == 5 and lines[3] == 8
+    rows = np.array([3, 0, 2, 2], dtype=np.int32)
+    assert lines[rows].tolist() == array[rows].tolist() and lines[rows].dtype == np.int64
+    assert lines[np.array([], dtype=np.int64)].tolist() == []
+    for bad in (4, -1, np.array([0, 4])):
+        with pytest.raises(IndexError):
+            lines[bad]
+    with pytest.raises(TypeError):
+        lines[np.array([0.0])]
