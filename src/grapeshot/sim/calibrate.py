@@ -27,7 +27,6 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import Machine
@@ -150,6 +149,10 @@ def _fit_line(x: np.ndarray, y: np.ndarray, *, slope_floor: float) -> tuple[floa
 
     def residual(theta: np.ndarray) -> np.ndarray:
         return (theta[0] + theta[1] * u - v) * weight
+
+    # scipy.optimize takes a quarter of a second to import, and every ``simulate`` imports
+    # this module: only a calibration pays for it.
+    from scipy.optimize import least_squares
 
     first = residual(start)
     scale = 1.4826 * float(np.median(np.abs(first - np.median(first)))) or 1e-3
