@@ -119,3 +119,34 @@ def test_a_caller_sees_its_edited_callee_after_refresh(tmp_path: Path) -> None:
     # (Without refresh numba 0.61-0.68 load the caller compiled with the old callee: "1".)
     assert _run_caller(tmp_path, refresh_first=True) == "2"
     assert _run_caller(tmp_path, refresh_first=True) == "2"  # from the new cache
+
+
+def test_generated_batches_go_with_the_modules_they_import(tmp_path: Path) -> None:
+    """A generated batch (a module outside the package, importing it) is deleted with its
+    cached machine code when a module it imports, directly or not, changed; the others stay."""
+    from grapeshot.compiled_cache import sources_digest
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "consts.py").write_text("WIDTH = 3\n")
+    (pkg / "hooks.py").write_text("from numba import njit\nfrom pkg.consts import WIDTH\n")
+    (pkg / "alone.py").write_text("from numba import njit\n")
+    batches = tmp_path / "batches"
+    (batches / "__pycache__").mkdir(parents=True)
+    (batches / "_b_hooks.py").write_text("from pkg.hooks import run\n")
+    (batches / "_b_alone.py").write_text("from pkg.alone import f\n")
+    for stem in ("_b_hooks", "_b_alone"):
+        (batches / "__pycache__" / f"{stem}.run-1.py311.nbi").touch()
+    stamp = tmp_path / "stamp.json"
+    refresh(pkg, stamp, batches)
+    assert not list(batches.glob("*.py"))  # no stamp yet: every batch may be stale
+    (batches / "_b_hooks.py").write_text("from pkg.hooks import run\n")
+    (batches / "_b_alone.py").write_text("from pkg.alone import f\n")
+    (batches / "__pycache__" / "_b_hooks.run-1.py311.nbi").touch()
+    hooks = sources_digest(["pkg.hooks"], pkg)
+    assert hooks == sources_digest(["pkg.hooks"], pkg)
+    assert sources_digest(["pkg.alone"], pkg) != hooks
+    _touch_later(pkg / "consts.py", "WIDTH = 4\n")
+    assert refresh(pkg, stamp, batches) == 2  # the batch importing hooks, and its code
+    assert [p.name for p in batches.glob("*.py")] == ["_b_alone.py"]
+    assert not list((batches / "__pycache__").iterdir())

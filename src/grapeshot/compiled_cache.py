@@ -20,6 +20,13 @@ loads. It compares the package's sources with a stamp written the last time:
   compile again at their first call, once. Editing the simulator leaves the apps' compiled
   kernels alone; editing a module of constants a kernel reads does not.
 
+The runtime's generated batches (:mod:`grapeshot.runtime.plain_batch`: small modules written
+into :func:`cache_dir`, compiled with numba's cache) follow the same rule. Each one's name
+carries :func:`sources_digest` of the grapeshot modules it imports (and of what those import),
+so a batch never runs code of another grapeshot than the one loading it, even when two
+installs share the folder; and :func:`refresh` deletes the batches (and their cached machine
+code) that import a module found stale, so the folder does not keep them for ever.
+
 Ranks starting together take a file lock for the comparison, so one of them clears while the
 others wait, and none reads a cache being cleared. Where nothing can be written (a read-only
 install), nothing is done: numba cannot cache there either.
@@ -32,7 +39,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 
 #: The package's sources.
@@ -40,6 +48,16 @@ PACKAGE = Path(__file__).resolve().parent
 
 #: Where the stamp lives (beside the package's own byte code).
 STAMP = PACKAGE / "__pycache__" / "compiled-sources.json"
+
+
+def cache_dir() -> Path:
+    """Where generated batch modules live: ``$GRAPESHOT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/grapeshot`` (default ``~/.cache/grapeshot``), then ``batches/``."""
+    root = os.environ.get("GRAPESHOT_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = str(Path(base) / "grapeshot")
+    return Path(root) / "batches"
 
 
 def _sources(root: Path) -> list[tuple[str, int, int]]:
@@ -97,15 +115,57 @@ def _imports(text: bytes, lines: re.Pattern[bytes]) -> set[str]:
     return found
 
 
-def _stale(files: list[tuple[str, int, int]], root: Path, last: dict) -> tuple[list[Path], dict]:
-    """The files that use numba whose cached functions may be stale, and every file's
-    content digest (SHA-256, hex). With no digests from last time, all of them are stale."""
+def _file_of(name: str, root: Path) -> Path | None:
+    """The source file of the package's module ``name`` (dotted), or ``None``."""
+    parts = name.split(".")[1:]
+    for path in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")):
+        if parts and path.is_file():
+            return path
+    return None
+
+
+@cache
+def _closure_digest(modules: tuple[str, ...], root: Path) -> str:
+    package = root.name
+    lines = _import_lines(package)
+    texts: dict[str, bytes] = {}
+    todo = list(modules)
+    while todo:
+        name = todo.pop()
+        if name in texts:
+            continue
+        path = _file_of(name, root)
+        texts[name] = b"" if path is None else path.read_bytes()
+        todo.extend(_imports(texts[name], lines))
+    digest = hashlib.sha256()
+    for name in sorted(texts):
+        if texts[name]:  # (``from X import a`` names an ``X.a`` that is not a module)
+            digest.update(f"{name} {hashlib.sha256(texts[name]).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
+def sources_digest(modules: Iterable[str], root: Path = PACKAGE) -> str:
+    """SHA-256 (hex) of the sources of the package's ``modules`` (dotted names) and of every
+    module of the package they import, directly or not: what code compiled from them runs.
+
+    Read once per process and set of modules (the files do not change under a running
+    process in any way numba would notice either).
+    """
+    return _closure_digest(tuple(sorted(set(modules))), root)
+
+
+def _stale(
+    files: list[tuple[str, int, int]], root: Path, last: dict
+) -> tuple[list[Path], set[str] | None, dict]:
+    """The files that use numba whose cached functions may be stale, the stale modules
+    (dotted; ``None``: all of them), and every file's content digest (SHA-256, hex). With no
+    digests from last time, all of them are stale."""
     texts = {rel: (root / rel).read_bytes() for rel, _, _ in files}
     digests = {rel: hashlib.sha256(text).hexdigest() for rel, text in texts.items()}
     uses_numba = [rel for rel, text in texts.items() if b"numba" in text]
     before = last.get("files")
     if not isinstance(before, dict):
-        return [root / rel for rel in uses_numba], digests
+        return [root / rel for rel in uses_numba], None, digests
     package = root.name
     module_of = {rel: _module(rel, package) for rel in texts}
     changed = {module_of[rel] for rel in texts if before.get(rel) != digests[rel]}
@@ -121,7 +181,7 @@ def _stale(files: list[tuple[str, int, int]], root: Path, last: dict) -> tuple[l
             if importer not in stale:
                 stale.add(importer)
                 todo.append(importer)
-    return [root / rel for rel in uses_numba if module_of[rel] in stale], digests
+    return [root / rel for rel in uses_numba if module_of[rel] in stale], stale, digests
 
 
 def _cache_dirs(source: Path) -> list[Path]:
@@ -153,6 +213,27 @@ def _clear(stale: list[Path]) -> int:
     return n
 
 
+def _clear_batches(folder: Path, stale: set[str] | None, package: str) -> int:
+    """Delete the generated batches in ``folder`` that import a module of ``stale`` (all of
+    the package's batches when ``None``), with their cached machine code; how many files
+    went."""
+    lines = _import_lines(package)
+    gone = []
+    for path in folder.glob("*.py"):
+        try:
+            used = _imports(path.read_bytes(), lines)
+        except OSError:  # another process deleted it meanwhile
+            continue
+        if used and (stale is None or used & stale):
+            gone.append(path)
+    n = _clear(gone)
+    for path in gone:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            n += 1
+    return n
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` (created) for the body; no lock where flock is missing."""
@@ -177,8 +258,9 @@ def _read(stamp: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def refresh(root: Path = PACKAGE, stamp: Path = STAMP) -> int:
-    """Clear numba's cache of ``root``'s compiled functions if their sources changed.
+def refresh(root: Path = PACKAGE, stamp: Path = STAMP, batches: Path | None = None) -> int:
+    """Clear numba's cache of ``root``'s compiled functions if their sources changed, and the
+    generated batches that import a changed module.
 
     Parameters
     ----------
@@ -186,6 +268,9 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP) -> int:
         The package's directory.
     stamp
         The JSON file holding the last comparison's digests (created; its directory too).
+    batches
+        The folder of generated batch modules; default :func:`cache_dir` for grapeshot's own
+        package, none for another ``root``.
 
     Returns
     -------
@@ -204,8 +289,12 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP) -> int:
                 return 0
             from grapeshot.model.atomic import write_text_atomic  # rarely: not at every import
 
-            stale, digests = _stale(files, root, last)
+            stale, modules, digests = _stale(files, root, last)
             deleted = _clear(stale)
+            if batches is None and root == PACKAGE:
+                batches = cache_dir()
+            if batches is not None and batches.is_dir():
+                deleted += _clear_batches(batches, modules, root.name)
             write_text_atomic(stamp, json.dumps({"stat": stat_key, "files": digests}))
             return deleted
     except OSError:  # a read-only install: numba cannot write a cache there either

@@ -243,3 +243,112 @@ def test_faces_only_exchanges_move_no_corner_and_change_no_bit() -> None:
     outcome = run_program(faces, steps=4, strategy="cyclic", seed=0, comm=MPI.COMM_SELF)
     assert outcome.summary["fields_digest"] == serial["faces"].digest()
     assert not any(diagonal(pair) for pair in outcome.halo_bytes)
+
+
+def make_setter(value: float):
+    """A factory of kernels that differ only in a captured constant (two phases' kernels)."""
+
+    @njit(nogil=True)
+    def setter(u, box, params):
+        u[box.ghost, box.ghost] = value
+        return value
+
+    return setter
+
+
+def _run_one(run) -> float:
+    """What the generated loop ``run`` returns for one partition of one cell (3×3 padded)."""
+    got = np.zeros(1)
+    run(
+        (np.zeros(9),), np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.ones(1),
+        np.array([[0, 0, 0, 1, 1, 1, 1, 1, 3, 3]]), got, np.zeros(2, np.int64), no_halos(1),
+    )  # fmt: skip
+    return float(got[0])
+
+
+def test_two_kernels_of_one_factory_get_loops_of_their_own() -> None:
+    """The loop is keyed on what the kernel captured, not only on its name and file: phase
+    A must not run phase B's kernel (before: both returned the constant bound last)."""
+    from grapeshot.runtime.plain_batch import plain_batch
+
+    def loop(value: float):
+        return plain_batch(Phase("set", make_setter(value), fields=("u",)), 2, (2,), None).run
+
+    first, second = loop(1.0), loop(100.0)
+    assert first is not second
+    assert (_run_one(first), _run_one(second)) == (1.0, 100.0)
+    assert loop(1.0) is first  # the same constant again: the same loop
+
+
+FACTORY = """\
+from numba import njit
+
+
+def make(value):
+    @njit(nogil=True, cache=True)
+    def setter(u, box, params):
+        u[box.ghost, box.ghost] = value
+        return value
+
+    return setter
+"""
+
+RUN_FACTORY = """\
+import sys, numpy as np
+sys.path.insert(0, {folder!r})
+import factory
+from grapeshot.model.program import Phase
+from grapeshot.model.task_halos import no_halos
+from grapeshot.runtime.plain_batch import plain_batch
+batch = plain_batch(Phase('k', factory.make({value}), fields=('u',)), 2, (2,), None)
+got = np.zeros(1)
+batch.run((np.zeros(9),), np.zeros((1, 1), np.int64), np.zeros(1, np.int64), np.ones(1),
+          np.array([[0, 0, 0, 1, 1, 1, 1, 1, 3, 3]]), got, np.zeros(2, np.int64), no_halos(1))
+print(got[0], sum(batch.run.stats.cache_hits.values()))
+"""
+
+
+def _run_factory(tmp_path, value: float, pythonpath: str) -> tuple[float, int]:
+    env = dict(os.environ, GRAPESHOT_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=pythonpath)
+    script = RUN_FACTORY.format(folder=str(tmp_path), value=value)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    got, hits = out.stdout.split()
+    return float(got), int(hits)
+
+
+def test_the_disk_cache_serves_no_other_runs_constant(tmp_path) -> None:
+    """A later run with another captured constant compiles its own loop (before: the loop
+    cached by an earlier run with 1.0 returned 1.0 for a kernel made with 7.0)."""
+    (tmp_path / "factory.py").write_text(FACTORY)
+    assert _run_factory(tmp_path, 1.0, str(ROOT / "src")) == (1.0, 0)
+    assert _run_factory(tmp_path, 7.0, str(ROOT / "src")) == (7.0, 0)
+    assert _run_factory(tmp_path, 1.0, str(ROOT / "src")) == (
+        1.0,
+        1,
+    )  # its own loop, from the cache
+
+
+def test_an_upgraded_grapeshot_runs_no_loop_compiled_against_its_old_code(tmp_path) -> None:
+    """A loop compiles grapeshot's own helpers into it (``as_value``, the halo hooks): after
+    those change (a ``git pull``, a ``pip install -U``) the loop is compiled anew, and the old
+    one is deleted from the folder (before: the old loop kept running the old code)."""
+    import shutil
+
+    (tmp_path / "factory.py").write_text(FACTORY)
+    site = tmp_path / "site"
+    shutil.copytree(
+        ROOT / "src" / "grapeshot", site / "grapeshot",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )  # fmt: skip
+    assert _run_factory(tmp_path, 2.0, str(site)) == (2.0, 0)
+    helper = site / "grapeshot" / "runtime" / "plain_batch.py"
+    text = helper.read_text()
+    old = "return lambda value: float(value)\n"
+    assert text.count(old) == 1
+    before = helper.stat().st_mtime_ns
+    helper.write_text(text.replace(old, "return lambda value: float(value) + 0.5\n"))
+    os.utime(helper, ns=(before + 10**9, before + 10**9))
+    assert _run_factory(tmp_path, 2.0, str(site)) == (2.5, 0)
+    assert len(list((tmp_path / "cache" / "batches").glob("*.py"))) == 1
