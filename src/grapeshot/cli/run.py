@@ -26,7 +26,13 @@ from grapeshot.cli.options import (
     refuse_dynamic_options,
 )
 from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides, warn
-from grapeshot.model.errors import GrapeshotError, InputError, check_int
+from grapeshot.model.errors import (
+    GrapeshotError,
+    InputError,
+    check_int,
+    exception_line,
+    raised_at,
+)
 
 
 def plural(count: int, noun: str) -> str:
@@ -302,10 +308,13 @@ def run_command(
         with guard.uncaught():
             from mpi4py import MPI
 
+        from grapeshot.runtime.watch import abort_run
+
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
         try:
             from grapeshot.apps import make_app_program
+            from grapeshot.runtime.agreement import agreed
             from grapeshot.runtime.driver import run_program
             from grapeshot.runtime.record import write_run_record, write_timeline
 
@@ -319,19 +328,21 @@ def run_command(
                 serial=executor == "serial",
             )  # fmt: skip
             setup_started = time.perf_counter()
-            program = make_app_program(app_name, scene, part_shape, cell_shape, seed)
-            n_threads = check_int(threads, "--threads")
-            dynamic = dynamic_for_run(
-                strategy,
-                seed,
-                interval=interval,
-                threshold=threshold,
-                window=window,
-                balancer=balancer,
-            )
-            if dynamic is not None:
-                strategy = dynamic.initial
-            chosen = placed_strategy(placement, strategy, program.n_parts, comm.Get_size())
+
+            def build() -> tuple[Any, Any, Any]:
+                program = make_app_program(app_name, scene, part_shape, cell_shape, seed)
+                check_int(threads, "--threads")
+                dynamic = dynamic_for_run(
+                    strategy, seed, interval=interval, threshold=threshold, window=window,
+                    balancer=balancer,
+                )  # fmt: skip
+                initial = strategy if dynamic is None else dynamic.initial
+                chosen = placed_strategy(placement, initial, program.n_parts, comm.Get_size())
+                return program, dynamic, chosen
+
+            # Every rank calls the factory: a failure on one ends all of them, in one line.
+            program, dynamic, chosen = agreed(comm, build)
+            n_threads = int(threads)
             migrations: list[dict[str, Any]] = []
 
             def on_migrate(m: Any) -> None:
@@ -384,6 +395,13 @@ def run_command(
             if rank == 0:
                 sys.stderr.write(f"grapeshot: error: {exc}\n")
             raise typer.Exit(2) from None
+        except Exception as exc:
+            if comm.Get_size() == 1:
+                raise
+            # Raised on this rank alone, where the others may be waiting for it in a
+            # collective: end them all, with one line (not a traceback per rank).
+            at = raised_at(exc)
+            abort_run(comm, f"rank {rank}: {exception_line(exc)}" + (f" ({at})" if at else ""))
         summary = outcome.summary
         _warn_compiled(summary)
         if as_json:

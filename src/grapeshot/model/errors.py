@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sysconfig
+import traceback
 from pathlib import Path
 
 
@@ -57,6 +59,24 @@ def exception_line(exc: BaseException, *, lines: int = 3, limit: int = 400) -> s
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """``FILE line N`` where ``exc`` was raised in the user's own code: the innermost frame of
+    its traceback outside grapeshot, the standard library and installed packages (else
+    outside grapeshot alone); ``None`` when every frame is grapeshot's."""
+    ours = str(Path(__file__).resolve().parents[1])
+    paths = sysconfig.get_paths()
+    theirs = tuple({str(Path(paths[k]).resolve()) for k in ("stdlib", "purelib", "platlib")})
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__)
+        if not str(Path(f.filename).resolve()).startswith(ours)
+    ]  # fmt: skip
+    if not frames:
+        return None
+    users = [f for f in frames if not str(Path(f.filename).resolve()).startswith(theirs)]
+    frame = (users or frames)[-1]
+    return f"{Path(frame.filename).name} line {frame.lineno}"
 
 
 def read_input_text(path: str | os.PathLike[str], expected: str, *, errors: str = "strict") -> str:

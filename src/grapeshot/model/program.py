@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from grapeshot.model.errors import GrapeshotError, InputError, exception_line
+from grapeshot.model.errors import GrapeshotError, InputError, exception_line, raised_at
 from grapeshot.model.workload import check_grid, partition_bounds
 
 Block = dict[str, np.ndarray]
@@ -617,6 +617,54 @@ def failure_text(program: Program, part: int, step: int, phase: str, exc: BaseEx
 
 class TaskFailed(GrapeshotError):
     """A task's kernel (or unpacker, boundary, ...) raised; the message is :func:`failure_text`."""
+
+
+class SetupFailed(GrapeshotError):
+    """Building a run's state failed before step 0 (a partition's ``init_block``); the message
+    names the partition and the file and line that raised."""
+
+
+def make_block(program: Program, box: Box) -> Block:
+    """``program.init_block(box)``, checked: every executor builds its blocks through this.
+
+    Raises
+    ------
+    SetupFailed
+        ``init_block`` raised: one line naming the partition, the error and the file and line
+        of the user's code that raised it.
+    InputError
+        The block is not a dict, or lacks a field a phase names (its kernel's ``fields``, or a
+        grid exchange's): the phase and the field, and the block's own fields.
+    """
+    where = f"{program.origin}: " if program.origin else ""
+    try:
+        block = program.init_block(box)
+    except GrapeshotError:
+        raise
+    except Exception as exc:  # the user's code: one line, not a traceback per rank
+        at = raised_at(exc)
+        raise SetupFailed(
+            f"{where}partition {box.part}: init_block raised {exception_line(exc)}"
+            + (f" ({at})" if at else "")
+        ) from exc
+    if not isinstance(block, dict):
+        raise InputError(
+            f"{where}partition {box.part}",
+            f"init_block returned {type(block).__name__}",
+            "a dict of numpy arrays (docs/program-api.md)",
+        )
+    for phase in program.phases:
+        named = list(phase.fields or ())
+        if phase.exchange is not None and phase.exchange.pack is None:
+            named += phase.exchange.fields
+        for name in named:
+            if name not in block:
+                raise InputError(
+                    f"{where}phase {phase.name!r}",
+                    f"names the field {name!r}, which init_block's block has not",
+                    f"one of {', '.join(map(repr, sorted(block)))}",
+                )
+    return block
 
 
 class SimulationError(InputError):

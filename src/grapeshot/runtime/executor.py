@@ -66,6 +66,7 @@ import numpy as np
 from numba.core.event import install_listener
 
 from grapeshot.model.program import Block, Context, Phase, Program
+from grapeshot.runtime.agreement import agreed
 from grapeshot.runtime.compile_clock import CompileClock
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.dispatch import Dispatch
@@ -194,7 +195,11 @@ class RankRunner:
         threads = max(1, int(threads))
         self.start_step = start_step
         self.data = data
-        self.plan = plan = RankPlan.build(program, node_of, data.Get_rank(), blocks)
+        # Every rank builds its own partitions: all of them learn of one that failed before
+        # any waits for it in a collective.
+        self.plan = plan = agreed(
+            data, lambda: RankPlan.build(program, node_of, data.Get_rank(), blocks)
+        )
         self.mail = Mailboxes(data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm)
         self.fusion = Fusion.build(plan, self.mail, threads)
         self.clock = RunClock()

@@ -21,6 +21,7 @@ from grapeshot.model.program import (
     Program,
     face_offsets,
     graph_targets,
+    make_block,
     needs_corners,
     neighbour_offsets,
 )
@@ -136,7 +137,7 @@ class RankPlan:
         for link in [*links.local, *itertools.chain(*links.send.values())]:
             sent.setdefault(link.src, []).append(link.offset)
         if blocks is None:
-            blocks = {p: program.init_block(boxes[p]) for p in local}
+            blocks = {p: make_block(program, boxes[p]) for p in local}
         phases = program.phases
         batches = {
             k: batch

@@ -18,8 +18,10 @@ from grapeshot.model.program import (
     Context,
     Program,
     failure_text,
+    make_block,
     neighbour_offsets,
 )
+from grapeshot.runtime.agreement import agreed
 from grapeshot.runtime.results import RankResult
 from grapeshot.runtime.timeline import TaskRecord
 from grapeshot.runtime.warmup import warm_up
@@ -50,7 +52,7 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
             )
         boxes = program.boxes()
         box = boxes[rank]
-        block = program.init_block(box)
+        block = agreed(data, lambda: make_block(program, box))
         offsets = neighbour_offsets(len(program.parts_shape))
         slot_of = {o: i for i, o in enumerate(offsets)}
         ndim = len(program.parts_shape)

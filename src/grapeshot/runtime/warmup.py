@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import copy
 
-from grapeshot.model.program import Block, Box, Context, Phase, Program
+from grapeshot.model.program import Block, Box, Context, Phase, Program, make_block
 
 
 def warm_up(program: Program, box: Box) -> None:
     """Run each phase of ``program`` once on a copy of ``box``'s initial block; no effect."""
-    block = copy.deepcopy(program.init_block(box))
+    block = copy.deepcopy(make_block(program, box))
     ctx = Context(step=0, time=0.0)
     with contextlib.suppress(Exception):
         for phase in program.phases:
