@@ -95,6 +95,9 @@ class Box:
         The grids it belongs to.
     ghost
         Ghost layers around the block's grid fields.
+    periodic
+        Per axis, whether the domain wraps around it (empty: no axis does); see
+        :attr:`Program.periodic`.
     """
 
     part: int
@@ -104,6 +107,7 @@ class Box:
     parts_shape: tuple[int, ...]
     domain_shape: tuple[int, ...]
     ghost: int
+    periodic: tuple[bool, ...] = ()
 
     @cached_property
     def shape(self) -> tuple[int, ...]:
@@ -121,17 +125,25 @@ class Box:
         return len(self.lo)
 
     def neighbour(self, offset: Offset) -> int | None:
-        """Partition id at ``offset``, or ``None`` past the domain's edge."""
+        """Partition id at ``offset``, or ``None`` past the domain's edge. Across a periodic
+        axis the edge wraps: the last partition's neighbour is the first, and a partition
+        spanning the whole axis is its own neighbour there."""
         part = 0
-        for i, o, k in zip(self.index, offset, self.parts_shape, strict=True):
+        wraps = self.periodic
+        for a, (i, o, k) in enumerate(zip(self.index, offset, self.parts_shape, strict=True)):
             j = i + o
             if j < 0 or j >= k:
-                return None
+                if not (wraps and wraps[a]):
+                    return None
+                j %= k
             part = part * k + j  # C-order flattening, without numpy's per-call overhead
         return part
 
     def at_wall(self, axis: int, side: int) -> bool:
-        """Whether the box touches the domain's low (``side=-1``) or high (``+1``) wall."""
+        """Whether the box touches the domain's low (``side=-1``) or high (``+1``) wall (a
+        periodic axis has none)."""
+        if self.periodic and self.periodic[axis]:
+            return False
         return self.index[axis] == (0 if side < 0 else self.parts_shape[axis] - 1)
 
     def interior(self) -> tuple[slice, ...]:
@@ -145,17 +157,54 @@ class Box:
         return KernelBox(self.part, self.lo, self.hi, self.shape, self.ghost, self.domain_shape)
 
 
+def check_periodic(
+    periodic: Sequence[bool], ndim: int, where: str = "periodic"
+) -> tuple[bool, ...]:
+    """``periodic`` as one ``bool`` per axis (empty: no axis wraps).
+
+    Raises
+    ------
+    InputError
+        Neither empty nor ``ndim`` booleans.
+    """
+    try:
+        flags = tuple(periodic)
+    except TypeError:
+        flags = None
+    if (
+        flags is None
+        or (flags and len(flags) != ndim)
+        or not all(isinstance(f, bool | np.bool_) for f in flags)
+    ):
+        raise InputError(
+            where,
+            f"got {periodic!r}",
+            f"one True or False per axis ({ndim}), e.g. (True,) * {ndim}",
+        )
+    return tuple(bool(f) for f in flags) if any(flags) else ()
+
+
 def partition_boxes(
-    domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], ghost: int
+    domain_shape: tuple[int, ...],
+    parts_shape: tuple[int, ...],
+    ghost: int,
+    periodic: Sequence[bool] = (),
 ) -> list[Box]:
-    """Every partition's :class:`Box`, in partition-id order."""
+    """Every partition's :class:`Box`, in partition-id order; ``periodic`` as
+    :attr:`Program.periodic`."""
     check_grid(domain_shape, parts_shape, "--parts")
     shapes = (tuple(int(n) for n in domain_shape), tuple(int(k) for k in parts_shape))
-    return list(_boxes(*shapes, int(ghost)))
+    wraps = check_periodic(periodic, len(shapes[1]))
+    return list(_boxes(*shapes, int(ghost), wraps))
 
 
 @lru_cache(maxsize=4)
-def _boxes(domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], ghost: int):
+def _boxes(
+    domain_shape: tuple[int, ...],
+    parts_shape: tuple[int, ...],
+    ghost: int,
+    periodic: tuple[bool, ...] = (),
+):
     # A run asks for its boxes several times (each rank's runtime, its records, the
     # gathering); boxes are immutable, so one tuple serves them all.
     bounds = partition_bounds(domain_shape, parts_shape)
@@ -170,7 +219,9 @@ def _boxes(domain_shape: tuple[int, ...], parts_shape: tuple[int, ...], ghost: i
     for part, index in enumerate(itertools.product(*(range(k) for k in parts_shape))):
         lo = tuple(int(bounds[a][i]) for a, i in enumerate(index))
         hi = tuple(int(bounds[a][i + 1]) for a, i in enumerate(index))
-        boxes.append(Box(part, index, lo, hi, tuple(parts_shape), tuple(domain_shape), ghost))
+        boxes.append(
+            Box(part, index, lo, hi, tuple(parts_shape), tuple(domain_shape), ghost, periodic)
+        )
     return tuple(boxes)
 
 
@@ -563,10 +614,16 @@ class Program(ABC):
     #: Where the program came from when it is not a built-in app (``heat.py:make_heat``, set
     #: by :mod:`grapeshot.apps.user`): the first words of every error a task of it raises.
     origin: str | None = None
+    #: Per axis, whether the domain wraps around (Gray-Scott, turbulence boxes, molecular
+    #: dynamics): ``(True, True)`` for a doubly periodic 2-D domain. Across a periodic axis the
+    #: last partition's neighbour is the first, exchanged like any other neighbour by every
+    #: executor; a partition spanning the whole axis is its own neighbour. The axis has no
+    #: walls: :meth:`Box.at_wall` is ``False`` there, and a kernel fills no ghost cell of it.
+    periodic: tuple[bool, ...] = ()
 
     def boxes(self) -> list[Box]:
         """Every partition's box, in partition-id order."""
-        return partition_boxes(self.domain_shape, self.parts_shape, self.ghost)
+        return partition_boxes(self.domain_shape, self.parts_shape, self.ghost, self.periodic)
 
     @property
     def n_parts(self) -> int:

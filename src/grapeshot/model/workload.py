@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,7 +128,7 @@ def grid_halo(
     ghost: int = 1,
     cell_bytes: int = 8,
     corners: bool = True,
-    periodic: bool = False,
+    periodic: bool | Sequence[bool] = False,
 ) -> HaloGraph:
     """The halo graph of a stencil code on a partitioned grid.
 
@@ -146,14 +147,19 @@ def grid_halo(
     corners
         Include edge and corner neighbours, not only faces.
     periodic
-        Wrap around every axis (the last partition's neighbour is the first). A partition
-        that is its own neighbour sends nothing; two faces shared with one partition (two
-        partitions along an axis) make one message carrying both.
+        Wrap around every axis (``True``) or around those flagged (one flag per axis, as
+        :attr:`grapeshot.model.program.Program.periodic`): the last partition's neighbour is
+        the first. A partition that is its own neighbour sends nothing; two faces shared with
+        one partition (two partitions along an axis) make one message carrying both.
     """
     check_grid(domain_shape, parts_shape, "grid")
     ndim = len(parts_shape)
     extents = [np.diff(b) for b in partition_bounds(domain_shape, parts_shape)]
-    if not periodic:
+    wraps = np.array(
+        (bool(periodic),) * ndim if isinstance(periodic, bool | np.bool_) else
+        (tuple(bool(f) for f in periodic) or (False,) * ndim)
+    )  # fmt: skip
+    if not wraps.any():
         return _grid_csr(parts_shape, extents, ghost, cell_bytes, corners)
     coords = np.indices(parts_shape).reshape(ndim, -1)
     n = coords.shape[1]
@@ -163,11 +169,10 @@ def grid_halo(
         if nonzero == 0 or (not corners and nonzero > 1):
             continue
         nb = coords + np.asarray(offset)[:, None]
-        if periodic:
-            nb %= np.asarray(parts_shape)[:, None]
-            ok = np.any(nb != coords, axis=0)
-        else:
-            ok = np.all((nb >= 0) & (nb < np.asarray(parts_shape)[:, None]), axis=0)
+        shape = np.asarray(parts_shape)[:, None]
+        inside = np.all((nb >= 0) & (nb < shape) | wraps[:, None], axis=0)
+        nb = np.where(wraps[:, None], nb % shape, nb)
+        ok = inside & np.any(nb != coords, axis=0)
         src = np.flatnonzero(ok)
         dst = np.ravel_multi_index(tuple(nb[:, ok]), parts_shape)
         cells = np.ones(len(src), dtype=np.int64)

@@ -359,6 +359,7 @@ def halo_comm(program: Program):
             ghost=program.ghost,
             cell_bytes=8 * max(1, exchanges),
             corners=needs_corners(program),
+            periodic=program.periodic,
         )
         src = np.repeat(np.arange(n), np.diff(halo.indptr))
         m = sparse.csr_array((halo.nbytes.astype(np.float64), (src, halo.indices)), shape=(n, n))
