@@ -64,6 +64,7 @@ def test_example_runs(script: Path, tmp_path: Path) -> None:
         if script.name == "12_program.sh":  # one program, three executors: one digest
             digests = {x.split()[-1] for x in proc.stdout.splitlines()[:3]}
             assert len(digests) == 1, proc.stdout
+            assert proc.stdout.splitlines()[3].startswith("same bits: heat on "), proc.stdout
             # With a C compiler, read_part.c prints each rank's partitions.
             assert ("rank 3: " in proc.stdout) == (shutil.which("cc") is not None)
         return

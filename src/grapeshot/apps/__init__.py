@@ -81,20 +81,29 @@ def make_app_program(
     parts: tuple[int, ...],
     cells: tuple[int, ...] | None,
     seed: int,
+    *,
+    steps: int = 0,
+    share: float | None = None,
 ):
     """The :class:`~grapeshot.model.program.Program` of a runnable app: a built-in one
     (``scene`` defaults to :func:`default_scene`) or a user's (:mod:`grapeshot.apps.user`).
 
+    A user's program is sized from one of its partitions before it is returned, counting
+    ``steps`` of record and the ``share`` of it this machine holds
+    (:meth:`~grapeshot.apps.user.UserApp.make_program`); a built-in app's is sized by the
+    command before (:func:`grapeshot.model.memory.check_program_memory`).
+
     Raises
     ------
     InputError
-        For an unknown app or scene, a trace generator (it has no program), or anything the
-        user's module does wrong.
+        For an unknown app or scene, a trace generator (it has no program), anything the
+        user's module does wrong, or a user's program too big for this machine.
     """
     from grapeshot.apps.user import installed_apps, is_user_app, load_user_app
 
     if app not in APPS and (is_user_app(app) or app in installed_apps()):
-        return load_user_app(app).make_program(parts, cells, seed, scene)
+        user = load_user_app(app)
+        return user.make_program(parts, cells, seed, scene, steps=steps, share=share)
     module = get_app(app)
     if not APPS[app].runnable:
         runnable = ", ".join(a for a, s in APPS.items() if s.runnable)

@@ -3,8 +3,11 @@
 
 The factory is called ``FACTORY(parts=(px, py[, pz]), cells=(nx, ...) or None, seed=S)``
 (and ``scene=NAME`` when the command line gives ``--scene`` and the factory takes it) and
-must return a :class:`~grapeshot.model.program.Program` with those partitions. Installed
-packages register apps under the entry-point group ``grapeshot.apps``::
+must return a :class:`~grapeshot.model.program.Program` with those partitions and cells.
+Before any executor builds the partitions, one of them is built (its ``init_block``) to check
+the program's grid fields against ``--parts`` and to size the run: a program with other axes
+than the grid asked for, or needing more memory than the machine has, is refused in one line.
+Installed packages register apps under the entry-point group ``grapeshot.apps``::
 
     [project.entry-points."grapeshot.apps"]
     heat = "myheat.program:make_heat"
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from grapeshot.model.errors import InputError, exception_line
+from grapeshot.model.memory import check_user_program_memory
 
 #: The entry-point group installed packages register their apps under.
 ENTRY_POINT_GROUP = "grapeshot.apps"
@@ -58,9 +62,32 @@ class UserApp:
         cells: tuple[int, ...] | None,
         seed: int,
         scene: str | None = None,
+        *,
+        steps: int = 0,
+        share: float | None = None,
     ) -> Any:
-        """Call the factory and check the :class:`~grapeshot.model.program.Program` it
-        returns (see the module)."""
+        """Call the factory, check the :class:`~grapeshot.model.program.Program` it returns
+        against ``parts`` and ``cells``, and size it from one partition (see the module).
+
+        Parameters
+        ----------
+        parts, cells
+            Partitions and cells per axis (``--parts``, ``--cells``; ``cells=None``: the
+            factory's default).
+        seed, scene
+            Passed on to the factory (``scene`` only when given).
+        steps
+            Steps the run records, counted in its memory.
+        share
+            The part of the partitions this machine holds (``L / N`` for ``L`` of ``N``
+            ranks on it), as :func:`grapeshot.model.memory.check_program_memory` takes it;
+            ``None``: all of them, in this process or on this node.
+
+        Raises
+        ------
+        InputError
+            Naming the file and the factory, or the option the program does not follow.
+        """
         from grapeshot.model.program import Program  # numpy: not for `run --help`
 
         kwargs: dict[str, Any] = {"parts": tuple(parts), "cells": cells, "seed": seed}
@@ -91,12 +118,120 @@ class UserApp:
                 f"{call} returned a program of partitions {tuple(program.parts_shape)}",
                 f"the partitions asked for, {tuple(parts)}",
             )
+        _check_cells(program, parts, cells, self.spec)
         if not program.phases:
             raise InputError(self.spec, f"{call} returned a program without phases", None)
         program.origin = self.spec
         if not program.name or program.name == Program.name:
             program.name = self.name
+        given = f"--parts {_listed(parts)}" + (
+            "" if cells is None else f" --cells {_listed(cells)}"
+        )
+        block_bytes, output_bytes = _sample(program)
+        check_user_program_memory(
+            program.name, parts, steps, where=given, share=share,
+            block_bytes=block_bytes, output_bytes=output_bytes,
+        )  # fmt: skip
         return program
+
+
+def _listed(sizes: tuple[int, ...]) -> str:
+    return ",".join(str(int(n)) for n in sizes)
+
+
+def _check_cells(program: Any, parts: tuple[int, ...], cells: Any, spec: str) -> None:
+    """Refuse a program whose domain has other axes than ``--parts``, or other cells than
+    ``--cells`` gave: the factory did not follow them."""
+    domain = tuple(int(n) for n in program.domain_shape)
+    if len(domain) != len(parts):
+        raise InputError(
+            "--cells" if cells is not None else "--parts",
+            f"{spec} returned a {len(domain)}-D program (cells {domain}) for a "
+            f"{len(parts)}-D grid of {tuple(parts)} partitions",
+            _other_axes(len(domain)),
+        )
+    if cells is not None and domain != tuple(cells):
+        raise InputError(
+            "--cells",
+            f"{spec} returned a program of cells {domain}",
+            f"the cells asked for, {tuple(cells)} (the factory's domain_shape = cells)",
+        )
+
+
+def _sample(program: Any) -> tuple[int, int]:
+    """Bytes of the largest partition's block and of its final fields, from one
+    ``init_block`` and ``output_fields``; the block's grid fields checked on the way
+    (:func:`_check_grid_fields`)."""
+    from grapeshot.model.program import make_block
+
+    box = _largest_box(program)
+    block = make_block(program, box)
+    _check_grid_fields(program, block, box)
+    block_bytes = sum(int(getattr(a, "nbytes", 0)) for a in block.values())
+    try:
+        output = program.output_fields(block, box)
+        output_bytes = sum(int(getattr(a, "nbytes", 0)) for a in output.values())
+    except Exception:  # a program whose output needs a step first: the run will tell
+        output_bytes = block_bytes
+    return block_bytes, output_bytes
+
+
+def _largest_box(program: Any) -> Any:
+    """The box of the partition with the most cells (the first such), built alone: a
+    program too big is refused before the boxes of its million partitions are built."""
+    import numpy as np
+
+    from grapeshot.model.program import Box, check_periodic
+    from grapeshot.model.workload import check_grid, partition_bounds
+
+    domain = tuple(int(n) for n in program.domain_shape)
+    parts = tuple(int(k) for k in program.parts_shape)
+    check_grid(domain, parts, "--parts")
+    bounds = partition_bounds(domain, parts)
+    index = tuple(int(np.argmax(np.diff(b))) for b in bounds)
+    lo = tuple(int(b[i]) for b, i in zip(bounds, index, strict=True))
+    hi = tuple(int(b[i + 1]) for b, i in zip(bounds, index, strict=True))
+    part = int(np.ravel_multi_index(index, parts))
+    wraps = check_periodic(program.periodic, len(parts))
+    return Box(part, index, lo, hi, parts, domain, int(program.ghost), wraps)
+
+
+def _check_grid_fields(program: Any, block: dict, box: Any) -> None:
+    """Refuse a block whose fields exchanged as grids do not start with the box's padded
+    shape (what halos slice): with fewer axes than ``--parts``, a program of another
+    dimension (one line naming ``--parts`` and the program's axes)."""
+    ndim = len(box.padded_shape)
+    for phase in program.phases:
+        exchange = phase.exchange
+        if exchange is None or exchange.pack is not None:
+            continue
+        for name in exchange.fields:
+            shape = tuple(getattr(block[name], "shape", ()))
+            if shape[:ndim] == box.padded_shape:
+                continue
+            if 1 <= len(shape) < ndim:
+                raise InputError(
+                    "--parts",
+                    f"{program.origin} builds a {len(shape)}-D program (init_block's {name!r} "
+                    f"has shape {shape}) for a {ndim}-D grid of {program.parts_shape} partitions",
+                    _other_axes(len(shape)),
+                )
+            raise InputError(
+                f"{program.origin}: partition {box.part}",
+                f"init_block's {name!r}, exchanged by phase {phase.name!r}, has shape {shape}",
+                f"a grid field starting with the padded shape {box.padded_shape} (cells "
+                f"{box.shape} and {box.ghost} ghost layers a side)",
+            )
+
+
+def _other_axes(ndim: int) -> str:
+    """What a program of ``ndim`` axes needs on the command line."""
+    if ndim >= 2:
+        return f"--parts (and --cells) with {ndim} values, one per axis of the program"
+    return (
+        "a 2-D or 3-D program: grapeshot runs 2-D and 3-D grids, not 1-D ones yet (one "
+        "--parts value means a square 2-D grid; docs/program-api.md)"
+    )
 
 
 def is_user_app(app: str) -> bool:
@@ -178,26 +313,52 @@ def _import_file(path: Path, spec: str) -> Any:
     if found is None or found.loader is None:
         raise InputError(spec, f"cannot import {path}", "a Python file (.py)")
     module = importlib.util.module_from_spec(found)
-    sys.modules[name] = module
-    # Imports next to the file work as they would for `python FILE.py`.
+    # Under its own name too: numba's cache written by a run that imported the file under
+    # that name (its stem was taken there) finds the module in this one.
+    names = {name, _mangled(resolved)}
+    for known in names:
+        sys.modules.setdefault(known, module)
+    # Imports next to the file work as they would for `python FILE.py`, but for modules
+    # named like the standard library's.
     folder = str(resolved.parent)
     if folder not in sys.path:
-        sys.path.insert(0, folder)
+        sys.path.insert(_after_stdlib(), folder)
     try:
         found.loader.exec_module(module)
     except BaseException as exc:
-        del sys.modules[name]
+        for known in names:
+            if sys.modules.get(known) is module:
+                del sys.modules[known]
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         raise InputError(spec, f"importing {path} failed: {_where(exc, resolved)}", None) from None
     return module
 
 
+def _after_stdlib() -> int:
+    """Where a user's folder goes on ``sys.path``: right after the standard library's
+    folders, so that a file beside the program named like a standard-library module
+    (``wave.py``) never shadows it for the rest of the run (numba's, numpy's or the
+    standard library's own imports of it), and before the installed packages'."""
+    import sysconfig
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    at = 0
+    for i, entry in enumerate(sys.path):
+        path = Path(entry or ".").resolve()
+        inside = path == stdlib or path.is_relative_to(stdlib)
+        zipped = path.suffix == ".zip" and path.parent == stdlib.parent  # python311.zip
+        if (inside or zipped) and not {"site-packages", "dist-packages"} & set(path.parts):
+            at = i + 1
+    return at
+
+
 def _module_name(path: Path) -> str:
     """The name ``path`` is imported under: its stem, as ``import heat`` next to it would
     name it, so that numba's on-disk cache (which rebuilds a cached function's module by
-    name) serves the user's own scripts and grapeshot alike; a mangled name when the stem is
-    taken by another module (``random.py``) or is not an identifier."""
+    name) serves the user's own scripts and grapeshot alike; a name of grapeshot's own
+    (:func:`_mangled`) when the stem is taken by another module (``wave.py``, ``heapq.py``:
+    the standard library's) or is not an identifier."""
     stem = path.stem
     taken = sys.modules.get(stem)
     if taken is not None:
@@ -215,7 +376,18 @@ def _module_name(path: Path) -> str:
 
 
 def _mangled(path: Path) -> str:
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    """``_grapeshot_app_<stem>_<hash of the file's bytes>``: what names the module is the
+    file itself, not where it lies. numba's cache next to the file records this name and
+    imports it again when it loads the kernels: in the next run, or from a copy of the
+    folder with its cache (``cp -a``, ``rsync -a``, another mount of the same home), the
+    file is imported under the same name. Another file of the same stem gets its own name
+    (the same bytes elsewhere, in the same process: the module already imported); an edited
+    file gets a new one, and numba compiles it afresh anyway."""
+    try:
+        data = path.read_bytes()
+    except OSError:  # the import that follows says what is wrong with the file
+        data = str(path).encode()
+    digest = hashlib.sha256(data).hexdigest()[:12]
     return f"_grapeshot_app_{_identifier(path.stem)}_{digest}"
 
 

@@ -43,6 +43,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "trace",
         "Run a mini-app and record its per-partition cost trace (a workload file).",
     ),
+    "check": (
+        "check",
+        "Check your own program before running it: the same bits on 1×1 and on several "
+        "partition grids, after every phase.",
+    ),
     "run": (
         "run",
         "Run APP for real: place its micro-partitions on MPI ranks and execute every task.",
@@ -187,8 +192,9 @@ app = typer.Typer(
         "Scheduling toolkit for distributed simulations.\n\n"
         "Ask how unbalanced a random placement of micro-partitions is (lif, advise, theorem1), "
         "place a workload on a machine (place), map communicating tasks onto cores (map), "
-        "record an app's cost per partition (trace), run an app on MPI ranks (run: under "
-        "mpiexec), simulate it on a modelled cluster (simulate), put Charm++'s balancers beside "
+        "record an app's cost per partition (trace), check that your own program gives the same "
+        "bits on any partitioning (check), run an app on MPI ranks (run: under mpiexec), "
+        "simulate it on a modelled cluster (simulate), put Charm++'s balancers beside "
         "grapeshot's (charm-compare), schedule an irregular exchange (exchange), run Beatnik's "
         "Z-Model (zmodel), replay batch jobs (jobs), reproduce the papers' figures (repro), or "
         "see it all at once (demo). List the machine presets (machines) and look inside any "

@@ -328,9 +328,14 @@ def run_command(
                 serial=executor == "serial",
             )  # fmt: skip
             setup_started = time.perf_counter()
+            # A user's program is sized from one partition against the share this node holds
+            # (a collective: before the ranks build on their own).
+            share = None if executor == "serial" else node_share(comm)
 
             def build() -> tuple[Any, Any, Any]:
-                program = make_app_program(app_name, scene, part_shape, cell_shape, seed)
+                program = make_app_program(
+                    app_name, scene, part_shape, cell_shape, seed, steps=steps, share=share
+                )
                 check_int(threads, "--threads")
                 dynamic = dynamic_for_run(
                     strategy, seed, interval=interval, threshold=threshold, window=window,

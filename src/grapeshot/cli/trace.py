@@ -224,7 +224,7 @@ def trace_command(
         check_program_memory(app_name, scene, part_shape, cell_shape, steps, where=given)
     written: list[str] = []
     if user or APPS[app_name].runnable:
-        program = make_app_program(app_name, scene, part_shape, cell_shape, seed)
+        program = make_app_program(app_name, scene, part_shape, cell_shape, seed, steps=steps)
         summary: dict[str, Any] = {"app": program.name, "scene": program.scene, "steps": steps}
         chosen = units or "s"
         if chosen == "s":

@@ -133,6 +133,18 @@ RUN_FOOTPRINTS: dict[str, AppFootprint] = {
 #: fields, for the digest): on top of its share (260 MB measured for 4.2 M shallow-water
 #: cells).
 GATHER_BYTES_PER_CELL = 64
+#: A user's program (``--app FILE.py:FACTORY``) has no footprint of its own: it is sized from
+#: one partition's block (``init_block``) and final fields (``output_fields``), times the
+#: partitions. Measured on ``examples/program/heat.py`` (8192² cells as 16×16 and 64×64
+#: partitions, 1024² as 64×64, serial and on 2 ranks; issue 38): the blocks are held twice at
+#: the peak (the task runtime's flat arrays beside them, the serial executor's copies) ...
+USER_BLOCK_COPIES = 2
+#: ... rank 0's gathering holds the final fields 2 (serial) to 2.5 (2 ranks) times over
+#: (each partition's copy, the assembled domain, the messages bringing them) ...
+USER_GATHER_COPIES = 3
+#: ... and each partition about 10 KB besides (its box, plans and halo buffers, more with
+#: larger faces). Together: 2 to 18 % above the peaks measured at 8192², 35 % at 1024².
+USER_BYTES_PER_PARTITION = 16_000
 
 
 def _meminfo_available(path: str = "/proc/meminfo") -> int | None:
@@ -328,7 +340,8 @@ def check_program_memory(
 ) -> None:
     """Refuse a built-in app's ``--parts``/``--cells`` whose program (and recorded run)
     needs more memory than the machine has: ``trace`` before it builds the program, ``run``
-    before any rank does. A user's program has no known footprint and is not checked.
+    before any rank does. A user's program has no known footprint: it is sized from one of
+    its partitions (:func:`check_user_program_memory`).
 
     Parameters
     ----------
@@ -355,11 +368,88 @@ def check_program_memory(
     if share is not None:
         n_cells = math.prod(int(c) for c in (cells if cells is not None else parts))
         need = math.ceil(whole * share) + GATHER_BYTES_PER_CELL * n_cells
+    _check_program_need(
+        need, whole, parts, steps, where=where, what=f"{app}'s fields and partitions"
+    )
+
+
+def user_program_bytes(
+    block_bytes: int, output_bytes: int, n_parts: int, steps: int
+) -> tuple[int, int]:
+    """Peak bytes of a user's program and its recorded run, sized from one partition:
+    ``(held, gathered)``.
+
+    Parameters
+    ----------
+    block_bytes, output_bytes
+        Bytes of one partition's block (``init_block``) and of its final fields
+        (``output_fields``); 0 before any is built (the partitions alone are counted).
+    n_parts, steps
+        Partitions, and steps the run records.
+
+    Returns
+    -------
+    held
+        Bytes the partitions take, all ranks together: :data:`USER_BLOCK_COPIES` blocks,
+        :data:`USER_BYTES_PER_PARTITION` and the run's record each.
+    gathered
+        Bytes rank 0 holds at the end, gathering the final fields
+        (:data:`USER_GATHER_COPIES` times them).
+    """
+    per_part = (
+        USER_BLOCK_COPIES * block_bytes + USER_BYTES_PER_PARTITION + RECORD_BYTES_PER_TASK * steps
+    )
+    return per_part * n_parts, USER_GATHER_COPIES * output_bytes * n_parts
+
+
+def check_user_program_memory(
+    name: str,
+    parts: Sequence[int],
+    steps: int,
+    *,
+    where: str,
+    block_bytes: int = 0,
+    output_bytes: int = 0,
+    share: float | None = None,
+) -> None:
+    """Refuse a user's program (:func:`user_program_bytes`) that needs more memory than the
+    machine has, in the words and limits of :func:`check_program_memory`: before its
+    partitions' boxes are built (``block_bytes=0``), then from one partition's block, before
+    the others are built.
+
+    Parameters
+    ----------
+    name
+        The program's name, for the message.
+    parts, steps, where, share
+        As :func:`check_program_memory`'s (``share``: the part of the partitions this
+        machine holds, plus the whole gathering; ``None``: all of them in this process).
+    block_bytes, output_bytes
+        One partition's, as :func:`user_program_bytes` takes them.
+
+    Raises
+    ------
+    InputError
+        Naming ``where``; the message says what one partition's block weighs.
+    """
+    held, gathered = user_program_bytes(block_bytes, output_bytes, math.prod(parts), steps)
+    need = (held if share is None else math.ceil(held * share)) + gathered
+    what = f"{name}'s fields and partitions"
+    if block_bytes:
+        what += f" ({format_bytes(block_bytes)} a partition's block)"
+    _check_program_need(need, held + gathered, parts, steps, where=where, what=what)
+
+
+def _check_program_need(
+    need: int, whole: int, parts: Sequence[int], steps: int, *, where: str, what: str
+) -> None:
+    """:func:`check_memory` in the words of a program's refusal: ``what`` needs ``need``
+    bytes of the ``whole`` program's (``--steps`` is named when the record is most of it)."""
     if 2 * RECORD_BYTES_PER_TASK * steps * math.prod(parts) > whole:  # the steps dominate
         where += f" --steps {steps}"
     check_memory(
         need,
         where,
-        f"for {app}'s fields and partitions",
+        f"for {what}",
         "fewer partitions (--parts) or cells (--cells)",
     )

@@ -312,6 +312,8 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
         run.halo_bytes,
         # The serial wall is its kernels' seconds: everything else of the run counts as set-up.
         started=ended - cursor,
+        compile_seconds=run.compile_seconds,
+        compiled=list(run.compiled),
     )
 
 

@@ -3,13 +3,19 @@
 It runs a :class:`~grapeshot.model.program.Program` in one process, partition by partition,
 phase by phase, in partition-id order, moving halo buffers by copy. It measures each
 kernel's seconds and records the trace (cost, work counts, halo bytes per neighbour pair).
+As the task runtime does, it compiles (or loads) the kernels before the first step
+(:func:`~grapeshot.runtime.warmup.warm_up`), so the kernels' seconds are theirs, not
+numba's; what numba still compiles during the steps is counted
+(:attr:`SerialRun.compile_seconds`). :func:`run_phase` is one phase of a step, in any order
+of the partitions (``grapeshot check`` shuffles them).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +28,11 @@ from grapeshot.model.program import (
     Exchange,
     GraphExchange,
     Offset,
+    Phase,
     Program,
     TaskFailed,
     failure_text,
+    make_block,
     neighbour_offsets,
 )
 from grapeshot.model.workload import HaloGraph, Workload
@@ -49,6 +57,9 @@ class SerialRun:
         ``{(src, dst): bytes}`` summed over the run.
     time
         Simulated time reached.
+    compile_seconds, compiled
+        Seconds numba spent compiling during the steps (inside :attr:`seconds`) and the
+        functions it compiled: a kernel meeting argument types the warm-up did not give it.
     """
 
     program: Program
@@ -58,6 +69,8 @@ class SerialRun:
     work: np.ndarray
     halo_bytes: dict[tuple[int, int], int]
     time: float
+    compile_seconds: float = 0.0
+    compiled: list[str] = field(default_factory=list)
 
     def fields(self) -> dict[str, np.ndarray]:
         """Final output fields over the whole domain."""
@@ -101,6 +114,7 @@ def run_serial(
     blocks: list[Block] | None = None,
     start_step: int = 0,
     start_time: float = 0.0,
+    warm: bool = True,
 ) -> SerialRun:
     """Run ``program`` for ``steps`` steps in this process.
 
@@ -114,48 +128,108 @@ def run_serial(
         Called after each step with (steps done, steps).
     blocks, start_step, start_time
         Resume from given state instead of ``program.init_block``.
+    warm
+        Compile (or load) the kernels before the first step, on a throw-away copy of the
+        first partition's initial block (:func:`~grapeshot.runtime.warmup.warm_up`), so that
+        compiling is not timed as the first partition's cost. ``False`` when they are warm
+        already (a resumed run).
     """
+    from numba.core.event import install_listener  # numba: not for `trace --help`
+
+    from grapeshot.runtime.compile_clock import CompileClock
+    from grapeshot.runtime.warmup import warm_up
+
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise InputError("--steps", f"got {steps!r}", "an integer >= 1")
     boxes = program.boxes()
     n = len(boxes)
     if blocks is None:
-        blocks = [program.init_block(box) for box in boxes]
-    offsets = neighbour_offsets(len(program.parts_shape))
+        blocks = [make_block(program, box) for box in boxes]
+    if warm:
+        warm_up(program, boxes[0])
     seconds = np.zeros((steps, n))
     work = np.zeros((steps, n), dtype=np.int64)
     halo_bytes: dict[tuple[int, int], int] = {}
+    compiles = CompileClock()
     t = start_time
-    for s in range(steps):
-        ctx = Context(step=start_step + s, time=t)
-        for phase in program.phases:
-            if phase.graph is not None:
-                graph_exchange_all(phase.graph, boxes, blocks, halo_bytes)
-            if phase.exchange is not None:
-                exchange_all(phase.exchange, boxes, blocks, halo_bytes=halo_bytes)
-            results = []
+    with install_listener("numba:compile", compiles):
+        for s in range(steps):
+            ctx = Context(step=start_step + s, time=t)
+            for phase in program.phases:
+                run_phase(
+                    program, phase, boxes, blocks, ctx, halo_bytes=halo_bytes, seconds=seconds[s]
+                )
             for p, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
-                t0 = time.perf_counter()
-                try:
-                    value = phase.call(block, box, ctx)
-                except GrapeshotError:
-                    raise
-                except Exception as exc:  # the user's kernel: one line naming the task
-                    message = failure_text(program, p, start_step + s, phase.name, exc)
-                    raise TaskFailed(message) from exc
-                seconds[s, p] += time.perf_counter() - t0
-                program.check_block(block, box, ctx, phase.name)
-                results.append(value)
-            if phase.reduce is not None:
-                ctx.values[phase.reduce.name] = phase.reduce.combine(results)
-            if phase.migrate is not None:
-                _migrate(phase.migrate, boxes, blocks, offsets)
-        for p, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
-            work[s, p] = program.work(block, box)
-        t += program.advance(ctx)
-        if progress is not None:
-            progress(s + 1, steps)
-    return SerialRun(program, boxes, blocks, seconds, work, halo_bytes, t)
+                work[s, p] = program.work(block, box)
+            t += program.advance(ctx)
+            if progress is not None:
+                progress(s + 1, steps)
+    return SerialRun(
+        program, boxes, blocks, seconds, work, halo_bytes, t, compiles.seconds, compiles.names
+    )
+
+
+def run_phase(
+    program: Program,
+    phase: Phase,
+    boxes: list[Box],
+    blocks: list[Block],
+    ctx: Context,
+    *,
+    halo_bytes: dict[tuple[int, int], int] | None = None,
+    seconds: np.ndarray | None = None,
+    order: Sequence[int] | None = None,
+) -> list[Any]:
+    """One phase of a step on every partition, in this process: its graph exchange, halo
+    exchange, kernel (and ``check_block``), reduction (into ``ctx.values``) and migration.
+
+    Parameters
+    ----------
+    halo_bytes
+        ``{(src, dst): bytes}``, accumulated.
+    seconds
+        float64 ``(P,)``: each partition's kernel seconds are added to its entry.
+    order
+        The partition ids in the order their kernels run, and their halos are packed and
+        unpacked (each partition's own buffers still in the canonical order); default: id
+        order. The results do not depend on it for a program that keeps to the program
+        API's conventions.
+
+    Returns
+    -------
+    list
+        The kernel's return value on each partition, in partition-id order.
+
+    Raises
+    ------
+    TaskFailed
+        When a kernel raises, naming its partition, step and phase.
+    """
+    order = range(len(boxes)) if order is None else order
+    if phase.graph is not None:
+        graph_exchange_all(phase.graph, boxes, blocks, halo_bytes, order=order)
+    if phase.exchange is not None:
+        exchange_all(phase.exchange, boxes, blocks, halo_bytes=halo_bytes, order=order)
+    results: list[Any] = [None] * len(boxes)
+    for p in order:
+        box, block = boxes[p], blocks[p]
+        t0 = time.perf_counter()
+        try:
+            value = phase.call(block, box, ctx)
+        except GrapeshotError:
+            raise
+        except Exception as exc:  # the user's kernel: one line naming the task
+            raise TaskFailed(failure_text(program, p, ctx.step, phase.name, exc)) from exc
+        if seconds is not None:
+            seconds[p] += time.perf_counter() - t0
+        program.check_block(block, box, ctx, phase.name)
+        results[p] = value
+    if phase.reduce is not None:
+        ctx.values[phase.reduce.name] = phase.reduce.combine(results)
+    if phase.migrate is not None:
+        offsets = neighbour_offsets(len(program.parts_shape))
+        _migrate(phase.migrate, boxes, blocks, offsets, order)
+    return results
 
 
 def exchange_all(
@@ -164,34 +238,39 @@ def exchange_all(
     blocks: list[Block],
     offsets: tuple[Offset, ...] | None = None,
     halo_bytes: dict[tuple[int, int], int] | None = None,
+    order: Sequence[int] | None = None,
 ) -> None:
     """One halo exchange between all partitions in one process (the reference's order).
 
     ``offsets`` defaults to the exchange's own (:meth:`Exchange.offsets`: faces only with
     ``corners=False``). ``halo_bytes`` (if given) accumulates the bytes packed per
-    ``(src, dst)`` pair.
+    ``(src, dst)`` pair. ``order``: the partitions in the order they pack, then unpack
+    (default: id order).
     """
     offsets = offsets or exchange.offsets(len(boxes[0].parts_shape))
     halo_bytes = {} if halo_bytes is None else halo_bytes
+    order = range(len(boxes)) if order is None else order
     pack, unpack = exchange.packer(), exchange.unpacker()
     # Pack everything before unpacking anything, as concurrent executors do; unpack each
     # partition's buffers in neighbour_offsets order, the canonical order of every executor.
     sent: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
-    for src, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
+    for src in order:
+        box, block = boxes[src], blocks[src]
         for offset in offsets:
             dst = box.neighbour(offset)
             if dst is not None:
                 payload = pack(block, box, offset)
                 sent[(src, offset)] = payload
                 halo_bytes[(src, dst)] = halo_bytes.get((src, dst), 0) + payload.nbytes
-    for box, block in zip(boxes, blocks, strict=True):
+    for p in order:
+        box, block = boxes[p], blocks[p]
         for offset in offsets:
             src = box.neighbour(offset)
             if src is not None:
                 unpack(block, box, offset, sent[(src, tuple(-o for o in offset))])
     if exchange.boundary is not None:
-        for box, block in zip(boxes, blocks, strict=True):
-            exchange.boundary(block, box)
+        for p in order:
+            exchange.boundary(blocks[p], boxes[p])
 
 
 def graph_exchange_all(
@@ -199,27 +278,36 @@ def graph_exchange_all(
     boxes: list[Box],
     blocks: list[Block],
     halo_bytes: dict[tuple[int, int], int] | None = None,
+    *,
+    order: Sequence[int] | None = None,
 ) -> None:
     """One round of a graph exchange between all partitions in one process.
 
-    Every partition packs first; then each unpacks its arrivals ordered by sender id and, for
-    one sender, by destination position (the canonical order of every executor).
+    Every partition packs first (in ``order``, default id order); then each unpacks (in
+    ``order``) its arrivals ordered by sender id and, for one sender, by destination
+    position (the canonical order of every executor).
     """
     halo_bytes = {} if halo_bytes is None else halo_bytes
-    arrived: list[list[tuple[int, np.ndarray]]] = [[] for _ in boxes]
-    for src, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
+    order = range(len(boxes)) if order is None else order
+    arrived: list[list[tuple[int, int, np.ndarray]]] = [[] for _ in boxes]
+    for src in order:
+        box, block = boxes[src], blocks[src]
         for j, dst in enumerate(graph.targets(box)):
             buf = graph.pack(block, box, j)
-            arrived[int(dst)].append((src, buf))  # senders in id order: already canonical
+            arrived[int(dst)].append((src, j, buf))
             key = (src, int(dst))
             halo_bytes[key] = halo_bytes.get(key, 0) + buf.nbytes
-    for box, block, got in zip(boxes, blocks, arrived, strict=True):
-        graph.unpack(block, box, got)
+    for p in order:
+        got = sorted(arrived[p], key=lambda item: item[:2])  # the canonical order
+        graph.unpack(blocks[p], boxes[p], [(src, buf) for src, _, buf in got])
 
 
-def _migrate(migration, boxes, blocks, offsets) -> None:
-    leaving = [migration.emigrate(block, box) for box, block in zip(boxes, blocks, strict=True)]
-    for box, block in zip(boxes, blocks, strict=True):
+def _migrate(migration, boxes, blocks, offsets, order) -> None:
+    leaving: list[dict[Offset, np.ndarray]] = [{} for _ in boxes]
+    for p in order:
+        leaving[p] = migration.emigrate(blocks[p], boxes[p])
+    for p in order:
+        box, block = boxes[p], blocks[p]
         arrived = []
         for offset in offsets:
             src = box.neighbour(offset)
@@ -257,11 +345,12 @@ def run_recorded(
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise InputError("--every", f"got {every!r}", "an integer >= 1")
     boxes = program.boxes()
-    blocks: list[Block] = [program.init_block(box) for box in boxes]
+    blocks: list[Block] = [make_block(program, box) for box in boxes]
     if on_frame is not None:
         outputs = [program.output_fields(b, x) for b, x in zip(blocks, boxes, strict=True)]
         on_frame(0, 0.0, assemble_fields(boxes, outputs, program.particle_fields))
     seconds, work = [], []
+    compile_seconds, compiled = 0.0, []
     halo: dict[tuple[int, int], int] = {}
     done, t = 0, 0.0
     while done < steps:
@@ -272,12 +361,20 @@ def run_recorded(
             if progress is not None:
                 progress(base + k, steps)
 
-        run = run_serial(program, n, progress=tick, blocks=blocks, start_step=done, start_time=t)
+        run = run_serial(
+            program, n, progress=tick, blocks=blocks, start_step=done, start_time=t,
+            warm=done == 0,
+        )  # fmt: skip
         blocks, t, done = run.blocks, run.time, done + n
         seconds.append(run.seconds)
         work.append(run.work)
+        compile_seconds += run.compile_seconds
+        compiled += run.compiled
         for pair, nbytes in run.halo_bytes.items():
             halo[pair] = halo.get(pair, 0) + nbytes
         if on_frame is not None:
             on_frame(done, t, run.fields())
-    return SerialRun(program, boxes, blocks, np.vstack(seconds), np.vstack(work), halo, t)
+    return SerialRun(
+        program, boxes, blocks, np.vstack(seconds), np.vstack(work), halo, t,
+        compile_seconds, compiled,
+    )  # fmt: skip
