@@ -152,22 +152,25 @@ def test_respects_core_shares(name: str) -> None:
 
 
 def test_core_share_check_catches_a_reactive_balancing_per_node(monkeypatch) -> None:
-    # The mutant: reactive's moves compare node loads, not loads per core (its cores read
-    # as 1 each). It settles near 32 : 32 (35 : 29, within its threshold).
-    real = dynamic._greedy_moves
+    # The mutant: reactive compares node loads, not loads per core (its cores read as 1
+    # each, in its moves, its trigger and its repack). It settles near 32 : 32. (A mutant of
+    # the moves alone is no longer enough: the repack, per core, puts its result right.)
+    real = dynamic.check_call
 
-    def per_node(load, node_of, cores, threshold, max_moves):
-        return real(load, node_of, np.ones_like(cores), threshold, max_moves)
+    def per_node(loads, node_of, cores, where):
+        loads, nodes, cores = real(loads, node_of, cores, where)
+        return loads, nodes, np.ones_like(cores)
 
-    monkeypatch.setattr(dynamic, "_greedy_moves", per_node)
+    monkeypatch.setattr(dynamic, "check_call", per_node)
     assert abs(core_share_counts("reactive")[1] - 56) > 4
 
 
 def test_reactive_moves_a_capped_share_per_call() -> None:
-    """Reactive's contract per call: at most max(1, 5 % of P) partitions move, and the
-    busiest node's load per core falls at every call that moves some."""
+    """Reactive with a cap (``max_moves_fraction``; none by default): at most max(1, 5 % of
+    P) partitions move per call, and the busiest node's load per core falls at every call
+    that moves some."""
     loads, node_of, cores, comm = skewed_case()
-    strategy = make("reactive")
+    strategy = make_dynamic_strategy("reactive", interval=2, max_moves_fraction=0.05)
     cap = max(1, int(strategy.max_moves_fraction * node_of.size))
     placements = fixed_point(strategy, loads, node_of, cores, comm)
     assert len(placements) > 2  # it took more than one call

@@ -22,7 +22,7 @@ CASES = [
     ("swe", "dambreak", (4, 4), (32, 32)),
 ]
 STRATEGIES = {
-    "reactive": {"interval": 3, "threshold": 0.0},
+    "reactive": {"interval": 3, "threshold": 0.0, "max_moves_fraction": 0.05},
     "birdshot-dynamic": {"interval": 2, "threshold": 0.0, "min_interval": 2},
     "refine": {"interval": 4, "threshold": 0.0},
     "greedy": {"interval": 3},

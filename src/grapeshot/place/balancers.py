@@ -13,7 +13,10 @@ lower node id, so every result is deterministic.
   with the most room, for the smallest ``t`` of the grid ``1 + threshold + 0.01 j`` that
   succeeds (bisection over ``j``, each attempt from the original placement). Charm++ keeps
   the state of its *last* attempt, which may be a failed one (spec §5.3 quirk); we keep the
-  smallest successful threshold.
+  smallest successful threshold. Where the Refiner's moves stall above ``t`` (granular
+  loads: every object left on the donor too big for the room a receiver has), the attempt
+  falls back on :class:`Repack` instead of failing, so ``t0`` is reached whenever GreedyLB
+  reaches it (Charm++ raised ``t`` there and moved a few objects at a far looser ``t``).
 - :func:`greedy_refine_lb` — GreedyRefineLB (TreeLB's ``GreedyRefine``): ``M = tolerance ×``
   the greedy makespan; heaviest first, an object stays on its node if it fits under ``M``,
   else goes to the least loaded node, and ``M`` grows to that node's load.
@@ -284,6 +287,85 @@ def _threshold_search(
     return best
 
 
+def relabel(new: np.ndarray, old: np.ndarray, cores: np.ndarray) -> np.ndarray:
+    """``new`` with its nodes renamed, among nodes of equal cores, so most objects stay put.
+
+    Renaming nodes of equal cores keeps every node's load per core, so the LIF is the same;
+    the names are chosen (an assignment problem per group of equal nodes) to maximise the
+    objects whose node in ``old`` it keeps.
+
+    Parameters
+    ----------
+    new, old
+        int, ``(P,)``: two placements on the same ``(n,)`` nodes.
+    cores
+        ``(n,)``: cores of each node.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, ``(P,)``.
+    """
+    from scipy.optimize import linear_sum_assignment  # only this fallback needs it
+
+    new = np.asarray(new, dtype=np.int64)
+    old = np.asarray(old, dtype=np.int64)
+    cores = np.asarray(cores)
+    n = cores.size
+    kept = np.bincount(new * n + old, minlength=n * n).reshape(n, n)  # [new node, old node]
+    name = np.arange(n)
+    for c in np.unique(cores):
+        group = np.flatnonzero(cores == c)
+        rows, cols = linear_sum_assignment(kept[np.ix_(group, group)], maximize=True)
+        name[group[rows]] = group[cols]
+    return name[new]
+
+
+class Repack:
+    """What a refinement falls back on when its own moves cannot reach a threshold.
+
+    For a threshold ``t`` (a max/avg, :func:`max_over_avg`), two placements are tried from
+    the current one: GreedyRefine at the bound ``t ×`` the balanced load per core (heaviest
+    first, an object stays on its node while it fits under the bound, else goes to the least
+    loaded node) and GreedyLB's placement with its nodes renamed to keep most objects in place
+    (:func:`relabel`). The one that meets ``t`` with fewer objects moved is returned (ties:
+    GreedyRefine's). So a refinement that uses it reaches ``t`` whenever GreedyLB does.
+
+    Parameters
+    ----------
+    load
+        float64, ``(P,)``: load of each object.
+    node_of
+        int64, ``(P,)``: the current placement (not modified).
+    cores
+        float64, ``(n,)``: cores of each node.
+    """
+
+    def __init__(self, load: np.ndarray, node_of: np.ndarray, cores: np.ndarray) -> None:
+        self.load, self.node_of, self.cores = load, node_of, cores
+        self._order: np.ndarray | None = None
+        self._greedy: np.ndarray | None = None
+
+    def __call__(self, t: float) -> np.ndarray | None:
+        """int64 ``(P,)`` with no node above ``t ×`` the balanced load per core, or None."""
+        load, cores = self.load, self.cores
+        if self._order is None:  # built on first need: most refinements never get here
+            self._order = heaviest_first(load)
+            greedy = _greedy(load, self._order, cores)
+            self._greedy = relabel(greedy, self.node_of, cores)
+        bound = t * float(load.sum() / cores.sum())
+        candidates = (
+            _greedy_refine(load, self._order, self.node_of, cores, bound),
+            self._greedy,
+        )
+        best, fewest = None, load.size + 1
+        for trial in candidates:
+            moved = int(np.count_nonzero(trial != self.node_of))
+            if moved < fewest and max_over_avg(load, trial, cores) <= t:
+                best, fewest = trial, moved
+        return None if best is None else best.copy()
+
+
 def refine_lb(
     load: np.ndarray,
     node_of: np.ndarray,
@@ -292,6 +374,13 @@ def refine_lb(
     threshold: float = 0.05,
 ) -> np.ndarray:
     """RefineLB with Charm++'s threshold search (``Refiner::multirefine``, spec §5.3).
+
+    Each threshold ``t`` is tried with the Refiner's rule (objects leave nodes above
+    ``t × average`` only, the largest that fits first, onto nodes below average); where that
+    stalls above ``t``, with the :class:`Repack` from the same placement. So the result is
+    within ``1 + threshold`` of the average whenever GreedyLB's placement is; otherwise it
+    is within the first grid step at or above GreedyLB's max/avg, or no worse than the
+    current placement where that is better.
 
     Parameters
     ----------
@@ -319,9 +408,15 @@ def refine_lb(
     t0 = 1.0 + threshold
     steps = max(0, math.ceil((ratio - t0) / THRESHOLD_STEP))
 
+    repack = Repack(load, node_of, cores)
+
     def attempt(j: int) -> tuple[bool, np.ndarray]:
+        t = t0 + THRESHOLD_STEP * j
         trial = node_of.copy()
-        return bool(_refine(load, trial, cores, t0 + THRESHOLD_STEP * j)), trial
+        if _refine(load, trial, cores, t):
+            return True, trial
+        packed = repack(t)
+        return packed is not None, (trial if packed is None else packed)
 
     return _threshold_search(attempt, steps, node_of)
 

@@ -27,6 +27,7 @@ from scipy import sparse
 from grapeshot.model.errors import InputError, check_int, check_number
 from grapeshot.model.machine import Machine
 from grapeshot.model.placement import balanced_load, load_imbalance
+from grapeshot.place.balancers import Repack
 from grapeshot.place.rebalance import (
     BALANCERS,
     BirdshotBestOfK,
@@ -172,8 +173,13 @@ class ReactiveGreedy:
     call. While the LIF of the node loads (:func:`~grapeshot.model.placement.load_imbalance`:
     the busiest node per core over the balanced load per core, − 1) exceeds ``threshold``,
     one partition moves from it to the least loaded node: the one whose load is closest to
-    what would equalise the two, among those whose move lowers the larger of the two. At most
-    ``max_moves_fraction`` of the partitions move per call (at least one).
+    what would equalise the two, among those whose move lowers the larger of the two. When
+    no such move is left (granular loads: a few heavy partitions) or the cap is reached and
+    the LIF is still over ``threshold``, the call's placement is instead the
+    :class:`~grapeshot.place.balancers.Repack` of the placement it was given, at
+    ``1 + threshold``: so each call ends within ``threshold`` whenever GreedyLB's placement
+    would. ``max_moves_fraction`` caps the partitions moved per call (none by default; a
+    repack that would move more is not used).
 
     Parameters
     ----------
@@ -182,7 +188,9 @@ class ReactiveGreedy:
     threshold
         Tolerated load above the mean, as a fraction (Birdshot's dynamic variant uses 10%).
     max_moves_fraction
-        Cap on the partitions moved per call, as a fraction of all partitions.
+        Cap on the partitions moved per call, as a fraction of all partitions (at least one
+        may move); 1, the default, is no cap. A cap lets a moving front outrun the balancer
+        (5 % could not bring a band crossing 16 × 16 partitions within 10 % on 2 nodes).
     initial
         Static strategy of the first placement.
     balancer
@@ -197,7 +205,7 @@ class ReactiveGreedy:
 
     interval: int = 30
     threshold: float = 0.1
-    max_moves_fraction: float = 0.05
+    max_moves_fraction: float = 1.0
     initial: str = "geometric"
     name: str = "reactive"
     balancer: str = "pairwise"
@@ -263,12 +271,18 @@ class ReactiveGreedy:
         # The trigger is the LIF itself: the busiest node per core against the balanced level.
         if load_imbalance(node_load, cores) <= self.threshold:
             return None
+        cores_f = np.asarray(cores, dtype=np.float64)
         new = np.ascontiguousarray(node_of, dtype=np.int64).copy()
         cap = max(1, int(self.max_moves_fraction * len(new)))
-        moves = _greedy_moves(
-            load, new, np.asarray(cores, dtype=np.float64), float(self.threshold), cap
-        )
-        return new if moves else None
+        _greedy_moves(load, new, cores_f, float(self.threshold), cap)
+        after = np.bincount(new, weights=load, minlength=len(cores))
+        if load_imbalance(after, cores) > self.threshold:
+            # The pairwise moves stalled (granular loads) or hit the cap: repack the placement
+            # the call was given instead, if that reaches the threshold within the cap.
+            packed = Repack(load, node_of, cores_f)(1.0 + float(self.threshold))
+            if packed is not None and int((packed != node_of).sum()) <= cap:
+                new = packed
+        return None if np.array_equal(new, node_of) else new
 
 
 def _periodic(balancer: str) -> Callable[..., DynamicStrategy]:

@@ -240,8 +240,8 @@ def fig12(quick: bool) -> ReproResult:
         "placement with a home preference from the most recent step's loads, every "
         f"{inputs['interval']} steps, first placed from the fluid cells at t = 0. Birdshot "
         "describes Reactive only as moving partitions from overloaded to underloaded nodes; "
-        "grapeshot's pairwise variant of that (reactive, balancer=pairwise, 5% of the "
-        "partitions per call) stays near Geometric here.",
+        "grapeshot's pairwise variant of that (reactive, balancer=pairwise, capped at 5% of the "
+        "partitions per call: max_moves_fraction=0.05) stays near Geometric here.",
         "Reactive is slower than Birdshot on the dam break where the paper has it 10% "
         "faster, and Speculative does not beat Birdshot there: a step of our 64³ grid moves "
         "the water up to 16× farther than a step of the paper's 1024³ grid (the CFL step "
