@@ -8,9 +8,21 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grapeshot.model.program import Exchange, neighbour_offsets
-from grapeshot.model.task_halos import batch_ends, no_halos, task_begins
+from grapeshot.model.task_halos import (
+    DATA,
+    INBOX,
+    OUTBOX,
+    OWN_COPIES,
+    PACKS,
+    RAN,
+    batch_ends,
+    no_halos,
+    task_begins,
+)
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.halo_plan import (
     Arena,
@@ -19,6 +31,7 @@ from grapeshot.runtime.halo_plan import (
     grid_plan,
     message_layout,
     rank_links,
+    strided_runs,
 )
 from grapeshot.runtime.serial import exchange_all
 from grapeshot.runtime.wire import (
@@ -167,7 +180,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         outbox = np.zeros(total // 8)
         packs = fused_packs(links[r], boxes, arenas[r], names, width, starts, header)
         halos = list(no_halos(len(links[r].local_parts)))
-        halos[0], halos[16:21], halos[21] = arenas[r].shared, packs, outbox
+        halos[DATA], halos[PACKS], halos[OUTBOX] = arenas[r].shared, packs, outbox
         stamps = np.zeros(len(links[r].local_parts) + 1, dtype=np.int64)
         for t, i in enumerate(rng.permutation(len(links[r].local_parts))):
             task_begins(tuple(halos), stamps, t, i)
@@ -190,7 +203,14 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         tables = fused_halos(links[r], boxes, arenas[r], names, width, starts, header)
         n = len(links[r].local_parts)
         ran = np.zeros(n, dtype=np.int64)
-        halos = (arenas[r].shared, ran, *tables, inbox, *no_halos(n)[15:])
+        halos = list(no_halos(n))
+        halos[DATA], halos[RAN], halos[OWN_COPIES], halos[INBOX] = (
+            arenas[r].shared,
+            ran,
+            tables,
+            inbox,
+        )
+        halos = tuple(halos)
         stamps = np.zeros(n + 1, dtype=np.int64)
         for t, i in enumerate(rng.permutation(n)):
             task_begins(halos, stamps, t, i)
@@ -215,3 +235,39 @@ def test_a_field_that_is_not_float64_is_not_fused() -> None:
     arena = Arena(("k",), links.local_parts, blocks)
     assert fused_halos(links, boxes, arena, ("k",), 1, {}, HEADER * 8) is None
     assert fused_packs(links, boxes, arena, ("k",), 1, {}, HEADER * 8) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    chunks=st.lists(
+        st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=12), max_size=6
+    )
+)
+def test_strided_runs_list_the_same_pairs_in_the_same_order(chunks) -> None:
+    """Halo copies read runs instead of cell indices: every (source, destination) pair of
+    every chunk, in order, whatever the cells."""
+    pairs = [pair for chunk in chunks for pair in chunk]
+    a = np.array([x for x, _ in pairs], dtype=np.int64)
+    b = np.array([y for _, y in pairs], dtype=np.int64)
+    ptr = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
+    rows, run_ptr = strided_runs(a, ptr, b)
+    for k, chunk in enumerate(chunks):
+        got = [
+            (s0 + c * ss, d0 + c * ds)
+            for s0, ss, d0, ds, n in rows[run_ptr[k] : run_ptr[k + 1]].tolist()
+            for c in range(n)
+        ]
+        assert got == chunk
+    single, single_ptr = strided_runs(a, ptr)
+    assert [s0 + c * ss for s0, ss, _, _, n in single.tolist() for c in range(n)] == a.tolist()
+    assert single_ptr[-1] == single.shape[0]
+
+
+def test_a_face_is_one_run_per_row_and_a_column_one_run() -> None:
+    padded = np.arange(6 * 10).reshape(6, 10)  # a 4 x 8 block with one ghost layer
+    row = padded[1, 1:9].ravel()  # the north face: contiguous
+    column = padded[1:5, 1].ravel()  # the west face: step 10
+    rows, _ = strided_runs(
+        np.concatenate([row, column]), np.array([0, row.size, row.size + column.size])
+    )
+    assert rows[:, [0, 1, 4]].tolist() == [[11, 1, 8], [11, 10, 4]]

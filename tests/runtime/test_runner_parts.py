@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from grapeshot.model.program import Context, neighbour_offsets
-from grapeshot.model.task_halos import no_halos
+from grapeshot.model.task_halos import DATA, HALO_NS, INBOX, RAN, no_halos
 from grapeshot.runtime.copies import copy_within
 from grapeshot.runtime.dispatch import SPLIT_COPIES, Dispatch, chunks
 from grapeshot.runtime.fusion import Fusion
@@ -96,10 +96,10 @@ def test_one_thread_fuses_the_batched_exchange_and_threads_fuse_nothing() -> Non
     fused = Fusion.build(plan, mail, threads=1)
     assert fused.fused == {1} and fused.prepacks == {}  # the phase after has no exchange
     even, odd = fused.halos[1]
-    assert even[0] is plan.arena.shared and even[1] is fused.ran
-    assert even[15] is fused.halo_ns and odd[15] is fused.halo_ns
+    assert even[DATA] is plan.arena.shared and even[RAN] is fused.ran
+    assert even[HALO_NS] is fused.halo_ns and odd[HALO_NS] is fused.halo_ns
     # The two rounds read alternate inboxes.
-    assert even[14].ctypes.data != odd[14].ctypes.data
+    assert even[INBOX].ctypes.data != odd[INBOX].ctypes.data
     pooled = Fusion.build(plan, mail, threads=2)
     assert pooled.fused == frozenset() and pooled.prepacks == {}
     for row in pooled.halos[1]:

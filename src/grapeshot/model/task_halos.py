@@ -26,27 +26,36 @@ The copies then count as the tasks' work (``halo_ns`` keeps their share so that 
 tell them from the kernels); a partition's packing is done at the start of the next task (or
 by :func:`batch_ends`) and counted there.
 
-The tuple, by position (arrays int64 unless said; ``L`` local partitions):
+Every copy is a list of *runs*: a run moves ``count`` cells whose indices step evenly on
+both sides (a face's row is one run of step 1, its column one run of step the row's length),
+so a copy loop reads no index per cell. :func:`grapeshot.runtime.halo_plan.strided_runs` cuts
+the cells of a halo slab into them.
 
-0. ``data``: float64, the rank's arena of exchanged fields (every copy reads or writes it);
-1. ``ran``: ``(L,)``, 1 once local partition ``i`` began in this phase;
-2. ``pair_ptr``: ``(L + 1,)``, CSR into ``pair_link``: the local links touching ``i``;
-3. ``pair_link``: link ids;
-4. ``link_src``, 5. ``link_dst``: ``(n_links,)`` the partitions (positions) of each local link;
-6. ``link_ptr``: ``(n_links + 1,)``, each link's range in ``src_idx``/``dst_idx``;
-7. ``src_idx``, 8. ``dst_idx``: cells of ``data`` copied from, and to;
-9. ``piece_ptr``: ``(L + 1,)``, CSR into the pieces of arrived messages landing in ``i``;
-10. ``piece_at``: where a piece starts in ``inbox``; 11. ``piece_lo``, 12. ``piece_hi``: its
-    range in ``ridx``;
-13. ``ridx``: cells of ``data`` the pieces land in;
-14. ``inbox``: float64, this phase's received messages;
-15. ``halo_ns``: ``(L,)``, nanoseconds task ``t`` spent in copies;
-16. ``out_ptr``: ``(L + 1,)``, CSR into the pieces of the next phase's messages ``i`` packs;
-17. ``out_at``: where a piece goes in ``outbox``; 18. ``out_lo``, 19. ``out_hi``: its range
-    in ``out_idx``;
-20. ``out_idx``: cells of ``data`` packed;
-21. ``outbox``: float64, the next phase's messages;
-22. ``last``: ``(1,)``, the partition whose packing is still to do (``-1``: none).
+The tuple, by position (named by the constants below; arrays int64 unless said; ``L`` local
+partitions):
+
+- ``DATA``: float64, the rank's arena of exchanged fields (every copy reads or writes it);
+- ``RAN``: ``(L,)``, 1 once local partition ``i`` began in this phase;
+- ``PAIR_PTR``: ``(L + 1,)``, CSR into ``PAIR_LINK``: the local links touching ``i``;
+- ``PAIR_LINK``: link ids;
+- ``LINK_SRC``, ``LINK_DST``: ``(n_links,)`` the partitions (positions) of each local link;
+- ``LINK_PTR``: ``(n_links + 1,)``, each link's range of rows in ``COPY_RUNS``;
+- ``COPY_RUNS``: ``(runs, 5)``: source cell, source step, destination cell, destination step,
+  count, in ``DATA``;
+- ``PIECE_PTR``: ``(L + 1,)``, CSR into the pieces of arrived messages landing in ``i``;
+- ``PIECE_AT``: where a piece starts in ``INBOX``; ``PIECE_LO``, ``PIECE_HI``: its range of
+  rows in ``PIECE_RUNS``;
+- ``PIECE_RUNS``: ``(runs, 3)``: first cell, step, count in ``DATA``, filled from the
+  piece's consecutive words of ``INBOX``;
+- ``INBOX``: float64, this phase's received messages;
+- ``HALO_NS``: ``(L,)``, nanoseconds task ``t`` spent in copies;
+- ``OUT_PTR``: ``(L + 1,)``, CSR into the pieces of the next phase's messages ``i`` packs;
+- ``OUT_AT``: where a piece goes in ``OUTBOX``; ``OUT_LO``, ``OUT_HI``: its range of rows in
+  ``OUT_RUNS``;
+- ``OUT_RUNS``: ``(runs, 3)``: first cell, step, count in ``DATA``, packed into the piece's
+  consecutive words of ``OUTBOX``;
+- ``OUTBOX``: float64, the next phase's messages;
+- ``LAST``: ``(1,)``, the partition whose packing is still to do (``-1``: none).
 """
 
 from __future__ import annotations
@@ -56,6 +65,17 @@ from numba import njit
 
 from grapeshot.model.clock import now_ns
 
+#: The positions of the ``halos`` tuple (see the module).
+(
+    DATA, RAN, PAIR_PTR, PAIR_LINK, LINK_SRC, LINK_DST, LINK_PTR, COPY_RUNS, PIECE_PTR,
+    PIECE_AT, PIECE_LO, PIECE_HI, PIECE_RUNS, INBOX, HALO_NS, OUT_PTR, OUT_AT, OUT_LO, OUT_HI,
+    OUT_RUNS, OUTBOX, LAST,
+) = range(22)  # fmt: skip
+#: The entries :func:`grapeshot.runtime.halo_plan.fused_halos` gives, and
+#: :func:`~grapeshot.runtime.halo_plan.fused_packs`.
+OWN_COPIES = slice(PAIR_PTR, INBOX)
+PACKS = slice(OUT_PTR, OUTBOX)
+
 
 def no_halos(n_local: int) -> tuple:
     """A ``halos`` tuple with nothing to copy, for ``n_local`` partitions."""
@@ -64,20 +84,24 @@ def no_halos(n_local: int) -> tuple:
     empty = np.zeros(0, dtype=np.float64)
     return (
         empty, np.zeros(n_local, dtype=np.int64), ptr, none, none, none,
-        np.zeros(1, dtype=np.int64), none, none, ptr, none, none, none, none, empty, none,
-        ptr, none, none, none, none, empty, np.full(1, -1, dtype=np.int64),
+        np.zeros(1, dtype=np.int64), np.zeros((0, 5), dtype=np.int64), ptr, none, none, none,
+        np.zeros((0, 3), dtype=np.int64), empty, none, ptr, none, none, none,
+        np.zeros((0, 3), dtype=np.int64), empty, np.full(1, -1, dtype=np.int64),
     )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
 def _pack(halos, i) -> None:
     """Gather local partition ``i``'s pieces of the next phase's messages."""
-    data, out_ptr, out_at, out_lo = halos[0], halos[16], halos[17], halos[18]
-    out_hi, out_idx, outbox = halos[19], halos[20], halos[21]
+    data, out_ptr, out_at = halos[DATA], halos[OUT_PTR], halos[OUT_AT]
+    out_lo, out_hi, runs, outbox = halos[OUT_LO], halos[OUT_HI], halos[OUT_RUNS], halos[OUTBOX]
     for e in range(out_ptr[i], out_ptr[i + 1]):
-        at = out_at[e] - out_lo[e]
-        for c in range(out_lo[e], out_hi[e]):
-            outbox[at + c] = data[out_idx[c]]
+        at = out_at[e]
+        for r in range(out_lo[e], out_hi[e]):
+            first, step, count = runs[r, 0], runs[r, 1], runs[r, 2]
+            for c in range(count):
+                outbox[at + c] = data[first + c * step]
+            at += count
 
 
 @njit(cache=True, nogil=True)
@@ -85,28 +109,37 @@ def task_begins(halos, stamps, t, i) -> None:
     """Stamp task ``t`` (local partition ``i``) and make its halo copies (see the module)."""
     start = now_ns()
     stamps[t] = start
-    last = halos[22]
+    last = halos[LAST]
     if last[0] >= 0:
         _pack(halos, last[0])
-    data, ran = halos[0], halos[1]
-    pair_ptr, pair_link, link_src, link_dst = halos[2], halos[3], halos[4], halos[5]
-    link_ptr, src_idx, dst_idx = halos[6], halos[7], halos[8]
+    data, ran = halos[DATA], halos[RAN]
+    pair_ptr, pair_link, link_src, link_dst = (
+        halos[PAIR_PTR], halos[PAIR_LINK], halos[LINK_SRC], halos[LINK_DST],
+    )  # fmt: skip
+    link_ptr, copies = halos[LINK_PTR], halos[COPY_RUNS]
     for e in range(pair_ptr[i], pair_ptr[i + 1]):
         link = pair_link[e]
         other = link_dst[link] if link_src[link] == i else link_src[link]
         if other != i and ran[other] != 0:
             continue  # copied when the other partition began
-        for c in range(link_ptr[link], link_ptr[link + 1]):
-            data[dst_idx[c]] = data[src_idx[c]]
-    piece_ptr, piece_at, piece_lo, piece_hi = halos[9], halos[10], halos[11], halos[12]
-    ridx, inbox = halos[13], halos[14]
+        for r in range(link_ptr[link], link_ptr[link + 1]):
+            src, src_step, dst, dst_step = copies[r, 0], copies[r, 1], copies[r, 2], copies[r, 3]
+            for c in range(copies[r, 4]):
+                data[dst + c * dst_step] = data[src + c * src_step]
+    piece_ptr, piece_at, piece_lo, piece_hi = (
+        halos[PIECE_PTR], halos[PIECE_AT], halos[PIECE_LO], halos[PIECE_HI],
+    )  # fmt: skip
+    runs, inbox = halos[PIECE_RUNS], halos[INBOX]
     for e in range(piece_ptr[i], piece_ptr[i + 1]):
-        at = piece_at[e] - piece_lo[e]
-        for c in range(piece_lo[e], piece_hi[e]):
-            data[ridx[c]] = inbox[at + c]
+        at = piece_at[e]
+        for r in range(piece_lo[e], piece_hi[e]):
+            first, step, count = runs[r, 0], runs[r, 1], runs[r, 2]
+            for c in range(count):
+                data[first + c * step] = inbox[at + c]
+            at += count
     ran[i] = 1
     last[0] = i
-    halo_ns = halos[15]
+    halo_ns = halos[HALO_NS]
     if t < halo_ns.size:
         halo_ns[t] = now_ns() - start
 
@@ -114,12 +147,12 @@ def task_begins(halos, stamps, t, i) -> None:
 @njit(cache=True, nogil=True)
 def batch_ends(halos, stamps, n) -> None:
     """Pack the last task's part of the next phase's messages and stamp the batch's end."""
-    last = halos[22]
+    last = halos[LAST]
     if last[0] >= 0:
         start = now_ns()
         _pack(halos, last[0])
         last[0] = -1
-        halo_ns = halos[15]
+        halo_ns = halos[HALO_NS]
         if 0 < n <= halo_ns.size:
             halo_ns[n - 1] += now_ns() - start
     stamps[n] = now_ns()

@@ -14,7 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grapeshot.model.task_halos import no_halos
+from grapeshot.model.task_halos import (
+    DATA,
+    HALO_NS,
+    INBOX,
+    LAST,
+    OUTBOX,
+    OWN_COPIES,
+    PACKS,
+    RAN,
+    no_halos,
+)
 from grapeshot.runtime.halo_plan import fused_halos, fused_packs
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.rank_plan import RankPlan
@@ -67,15 +77,12 @@ class Fusion:
             for parity in (0, 1):
                 row = list(no_halos(n))
                 if own is not None:
-                    row[0:2] = (plan.arena.shared, ran)
-                    row[2:14] = own
-                    row[14:16] = (mail.inbox(k, parity).view(np.float64), halo_ns)
+                    row[DATA], row[RAN], row[OWN_COPIES] = plan.arena.shared, ran, own
+                    row[INBOX], row[HALO_NS] = mail.inbox(k, parity).view(np.float64), halo_ns
                     fused.add(k)
                 if packs is not None:
-                    row[0] = plan.arena.shared
-                    row[15] = halo_ns
-                    row[16:21] = packs[parity]
-                    row[21:23] = (mail.space.view(np.float64), last)
+                    row[DATA], row[HALO_NS], row[PACKS] = plan.arena.shared, halo_ns, packs[parity]
+                    row[OUTBOX], row[LAST] = mail.space.view(np.float64), last
                     prepacks[k] = (k + 1) % len(plan.program.phases)
                 by_parity.append(tuple(row))
             halos[k] = (by_parity[0], by_parity[1])

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 import numpy as np
+from numba import njit
 
 from grapeshot.model.program import Block, Box, Offset, halo_slab, neighbour_offsets
 
@@ -397,6 +398,70 @@ def _cat(chunks: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(chunks).astype(np.int64) if chunks else np.zeros(0, np.int64)
 
 
+@njit(cache=True)
+def _runs(a: np.ndarray, b: np.ndarray, ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of the chunks ``a[ptr[k]:ptr[k + 1]]`` (with ``b`` alongside, if not empty):
+    ``(rows, run_ptr)``, rows ``(a first, a step, b first, b step, count)``."""
+    n = a.size
+    paired = b.size == n
+    rows = np.empty((max(n, 1), 5), dtype=np.int64)
+    run_ptr = np.empty(ptr.size, dtype=np.int64)
+    m = 0
+    for k in range(ptr.size - 1):
+        run_ptr[k] = m
+        c = ptr[k]
+        end = ptr[k + 1]
+        while c < end:
+            step_a = a[c + 1] - a[c] if c + 1 < end else 1
+            step_b = (b[c + 1] - b[c] if c + 1 < end else 1) if paired else 0
+            count = 1
+            while (
+                c + count < end
+                and a[c + count] - a[c + count - 1] == step_a
+                and (not paired or b[c + count] - b[c + count - 1] == step_b)
+            ):
+                count += 1
+            rows[m, 0] = a[c]
+            rows[m, 1] = step_a
+            rows[m, 2] = b[c] if paired else 0
+            rows[m, 3] = step_b
+            rows[m, 4] = count
+            m += 1
+            c += count
+    run_ptr[ptr.size - 1] = m
+    return rows[:m].copy(), run_ptr
+
+
+def strided_runs(
+    cells: np.ndarray, ptr: np.ndarray, other: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks ``cells[ptr[k]:ptr[k + 1]]`` cut into runs of evenly stepping cells.
+
+    A halo slab's cells (C order) are a few such runs: one per row of a face, or one for a
+    whole column (step: the row's length), so copying them reads no index per cell.
+
+    Parameters
+    ----------
+    cells
+        int64 cell indices, the chunks one after the other.
+    ptr
+        int64 ``(m + 1,)``: where each chunk starts in ``cells`` (CSR).
+    other
+        Optional int64, as long as ``cells``: the cells each one is copied to (or from); a
+        run then steps evenly in both.
+
+    Returns
+    -------
+    rows, run_ptr
+        int64 ``(runs, 5)`` rows ``(first, step, other first, other step, count)`` (other
+        columns 0 without ``other``), and ``(m + 1,)``: each chunk's range of rows. Together
+        they list the same cells (pairs) in the same order.
+    """
+    cells = np.ascontiguousarray(cells, dtype=np.int64)
+    paired = np.zeros(0, np.int64) if other is None else np.ascontiguousarray(other, np.int64)
+    return _runs(cells, paired, np.ascontiguousarray(ptr, dtype=np.int64))
+
+
 def _message_pieces(
     groups: dict[int, list[Link]],
     starts: dict[int, int],
@@ -411,7 +476,8 @@ def _message_pieces(
     (the slab's partition and side), in message order within each partition; ``slab`` is
     ``(arena, boxes, width, ghost)``.
 
-    Returns ``(ptr, at, lo, hi, idx)`` (:mod:`grapeshot.model.task_halos`' layout).
+    Returns ``(ptr, at, lo, hi, runs)`` (:mod:`grapeshot.model.task_halos`' layout: ``lo``,
+    ``hi`` are each piece's range of rows in ``runs``, ``(first, step, count)``).
     """
     arena, boxes, width, ghost = slab
     position: list[int] = []
@@ -436,7 +502,10 @@ def _message_pieces(
     lo = _starts(moved)
     counts = np.bincount(np.asarray(position, dtype=np.int64), minlength=n)
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return ptr, at[order], lo, lo + moved, _reorder_chunks(cells, sizes, order)
+    rows, run_ptr = strided_runs(
+        _reorder_chunks(cells, sizes, order), np.concatenate([lo, [int(moved.sum())]])
+    )
+    return ptr, at[order], run_ptr[:-1], run_ptr[1:], rows[:, [0, 1, 4]].copy()
 
 
 def fused_halos(
@@ -450,10 +519,10 @@ def fused_halos(
 ) -> tuple[np.ndarray, ...] | None:
     """The tables by which tasks copy their own halos of one grid exchange.
 
-    Entries 2 to 13 of :mod:`grapeshot.model.task_halos`' tuple (``pair_ptr`` to ``ridx``),
-    every index into ``arena.shared``; ``inbox_starts`` is :func:`message_layout`'s for
-    ``plan.recv``. ``None`` if a field of the exchange is not float64 (not in
-    ``arena.shared``).
+    Entries ``PAIR_PTR`` to ``PIECE_RUNS`` of :mod:`grapeshot.model.task_halos`' tuple
+    (:data:`~grapeshot.model.task_halos.OWN_COPIES`), every cell in ``arena.shared``;
+    ``inbox_starts`` is :func:`message_layout`'s for ``plan.recv``. ``None`` if a field of the
+    exchange is not float64 (not in ``arena.shared``).
     """
     if any(name not in arena.offset for name in names):
         return None
@@ -466,7 +535,9 @@ def fused_halos(
     src_idx, sizes = _slab_table(arena, boxes, width, src_entries, False, shared=True)
     dst_idx = _slab_table(arena, boxes, width, dst_entries, True, shared=True)[0]
     per_link = sizes.reshape(len(links.local), len(names)).sum(axis=1)
-    link_ptr = np.concatenate([[0], np.cumsum(per_link)]).astype(np.int64)
+    copies, link_ptr = strided_runs(
+        src_idx, np.concatenate([[0], np.cumsum(per_link)]).astype(np.int64), dst_idx
+    )
     link_src = np.array([position[link.src] for link in links.local], dtype=np.int64)
     link_dst = np.array([position[link.dst] for link in links.local], dtype=np.int64)
     touching: list[list[int]] = [[] for _ in range(n)]
@@ -484,8 +555,7 @@ def fused_halos(
         link_src,
         link_dst,
         link_ptr,
-        src_idx,
-        dst_idx,
+        copies,
         *_message_pieces(
             links.recv, inbox_starts, header_bytes, names, n, (arena, boxes, width, True), landing
         ),
@@ -503,9 +573,10 @@ def fused_packs(
 ) -> tuple[np.ndarray, ...] | None:
     """The tables by which tasks pack their part of one grid exchange's messages.
 
-    Entries 16 to 20 of :mod:`grapeshot.model.task_halos`' tuple (``out_ptr`` to
-    ``out_idx``); ``outbox_starts`` is :func:`message_layout`'s for ``plan.send``. ``None`` if
-    a field of the exchange is not float64.
+    Entries ``OUT_PTR`` to ``OUT_RUNS`` of :mod:`grapeshot.model.task_halos`' tuple
+    (:data:`~grapeshot.model.task_halos.PACKS`); ``outbox_starts`` is
+    :func:`message_layout`'s for ``plan.send``. ``None`` if a field of the exchange is not
+    float64.
     """
     if any(name not in arena.offset for name in names):
         return None
