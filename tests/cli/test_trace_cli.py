@@ -18,8 +18,10 @@ from grapeshot.cli import trace as trace_cli
 from grapeshot.model.workload import Workload, grid_halo
 from grapeshot.model.workload_file import load_workload
 from grapeshot.report.vtk import read_vti
+from grapeshot.runtime import serial
 from grapeshot.runtime.serial import run_recorded, run_serial
 from tests.cli.helpers import ERROR_PREFIX, Result, run_main
+from tests.runtime.test_trace_clock import clock_program_file
 
 
 def invoke(*args: str) -> tuple[int, str, Result]:
@@ -64,6 +66,12 @@ def test_measured_seconds_trace(tmp_path: Path) -> None:
     w = load_workload(out)
     assert w.units == "s" and w.cost.shape == (6, 4) and (w.cost > 0).all()
     assert w.work is not None and w.work.sum() > 0
+    # Timed by the kernels' thread's CPU clock; the wall clock's seconds kept beside.
+    assert w.clock == "cpu" and w.wall.shape == w.cost.shape
+    assert (w.cost <= w.wall + 1e-6).all()
+    timing = json.loads(text)["timing"]
+    assert timing["clock"] == "cpu" and 0 < timing["cpu_resolution"] < 1e-3
+    assert 0 < timing["cpu_per_wall"] <= 1.0 + 1e-6
 
 
 def test_chunked_run_with_vtk_and_snapshots_is_the_same_run(tmp_path: Path) -> None:
@@ -114,6 +122,8 @@ def test_human_view(tmp_path: Path) -> None:
     code, text, _ = invoke(*SWE, "--steps", "4", "--out", str(tmp_path / "r.h5"))
     assert code == 0, text
     assert "busiest 10%" in text and "overlap" in text and "trace written to" in text
+    assert "s (thread CPU time)" in text and "per step (s, cpu)" in text
+    assert "per step (s, wall clock)" in text and "step-to-step noise" in text
 
 
 def test_trace_generators_are_called_with_the_contract(tmp_path: Path, monkeypatch) -> None:
@@ -141,6 +151,8 @@ def test_trace_generators_are_called_with_the_contract(tmp_path: Path, monkeypat
     assert code == 2 and text.startswith("--vtk") and "trace generator" in text
     code, text, _ = invoke(*args, "--out", str(out), "--units", "s")
     assert code == 2 and text.startswith("--units")
+    code, text, _ = invoke(*args, "--out", str(out), "--clock", "wall")
+    assert code == 2 and text.startswith("--clock") and "trace generator" in text
 
 
 @pytest.mark.parametrize(
@@ -158,6 +170,11 @@ def test_trace_generators_are_called_with_the_contract(tmp_path: Path, monkeypat
         (("swe", "--scene", "drop", "--parts", "2,2", "--steps", "0"), "--steps"),
         (("swe", "--scene", "drop", "--parts", "2,2", "--every", "0"), "--every"),
         (("swe", "--scene", "drop", "--parts", "2,2", "--units", "joules"), "--units"),
+        (("swe", "--scene", "drop", "--parts", "2,2", "--clock", "sundial"), "--clock"),
+        (
+            ("swe", "--scene", "drop", "--parts", "2,2", "--units", "work", "--clock", "cpu"),
+            "--clock",
+        ),
         (("swe", "--scene", "drop", "--parts", "2,2", "--seed", "-3"), "--seed"),
         (("wavefront", "--scene", "diagonal", "--parts", "2,2,2,"), "--parts"),
     ],
@@ -179,3 +196,69 @@ def test_simulation_error_is_reported_like_bad_input(tmp_path: Path, monkeypatch
     monkeypatch.setattr(swe, "make_program", lambda *a, **k: real(*a, **k, cfl=5.0))
     code, text, _ = invoke(*SWE, "--steps", "3", "--out", str(tmp_path / "x.h5"))
     assert code == 2 and text.startswith("step 0, partition") and "CFL 5" in text
+
+
+def trace_clocked(folder: Path, kernel: str, *args: str) -> Result:
+    """``grapeshot trace`` of ``make_<kernel>`` (tests/runtime/test_trace_clock.py), 6 steps."""
+    spec = f"{clock_program_file(folder)}:make_{kernel}"
+    return run_main(
+        "trace", "--app", spec, "--parts", "2,2", "--steps", "6",
+        "--out", str(folder / f"{kernel}.h5"), *args,
+    )  # fmt: skip
+
+
+def warning_lines(result: Result) -> list[str]:
+    return [x for x in result.err.splitlines() if x.startswith("grapeshot trace: warning: ")]
+
+
+def test_costs_jumping_while_the_work_stays_are_warned_about(tmp_path: Path) -> None:
+    result = trace_clocked(tmp_path, "jittery", "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    noise = data["timing"]["noise"]
+    assert noise > trace_cli.NOISE_LIMIT and data["timing"]["work_variation"] == 0.0
+    (line,) = warning_lines(result)
+    assert data["warnings"] == [line.removeprefix("grapeshot trace: warning: ")]
+    assert f"by {noise:.2f} of their mean" in line and "--units work" in line
+    assert result.err.count("\n") == 1  # one line
+
+
+def test_costs_that_follow_the_work_are_not_warned_about(tmp_path: Path) -> None:
+    result = trace_clocked(tmp_path, "proportional", "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert data["warnings"] == [] and warning_lines(result) == []
+    assert data["timing"]["noise"] < trace_cli.NOISE_LIMIT < data["timing"]["work_variation"]
+    w = load_workload(tmp_path / "proportional.h5")
+    assert len(np.unique(w.work)) == 4  # the work did vary, and the cost with it
+
+
+def test_sleeping_is_noise_to_the_wall_clock_only(tmp_path: Path) -> None:
+    by_cpu = trace_clocked(tmp_path, "napping", "--json")
+    assert by_cpu.code == 0, by_cpu.err
+    assert by_cpu.json()["warnings"] == []
+    assert by_cpu.json()["timing"]["noise_wall"] > trace_cli.NOISE_LIMIT
+    by_wall = trace_clocked(tmp_path, "napping", "--clock", "wall", "--json")
+    assert by_wall.code == 0, by_wall.err
+    data = by_wall.json()
+    assert data["timing"]["clock"] == "wall" and data["timing"]["noise"] > trace_cli.NOISE_LIMIT
+    (line,) = warning_lines(by_wall)
+    assert "--clock cpu leaves out the time other processes held the core" in line
+    w = load_workload(tmp_path / "napping.h5")
+    assert w.clock == "wall" and np.array_equal(w.cost, w.wall)
+
+
+def test_a_coarse_cpu_clock_is_said(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(serial, "cpu_clock_resolution", lambda: 4e-3)
+    result = trace_clocked(tmp_path, "proportional", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["timing"]["cpu_resolution"] == 4e-3
+    (line,) = warning_lines(result)
+    assert "advances in steps of 4 ms" in line and "right on average over the steps" in line
+
+
+def test_a_kernel_on_other_threads_is_said(tmp_path: Path) -> None:
+    result = trace_clocked(tmp_path, "threaded", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["timing"]["other_threads"] > trace_cli.OTHER_THREADS_LIMIT
+    assert any("a kernel on several threads" in x for x in warning_lines(result))

@@ -6,6 +6,14 @@ per step become a :class:`~grapeshot.model.workload.Workload`, written atomicall
 trace generator (``make_trace``) writes the workload it builds. Every run ends with the trace
 statistics of :mod:`grapeshot.apps.trace_stats`.
 
+Seconds are the kernel thread's CPU time (``--clock cpu``, the default), which leaves out the
+time another process held the core; ``--clock wall`` records the wall clock instead (the
+other is kept in the file: ``wall``). The run warns, on one line of stderr and in ``--json``,
+when the costs vary from step to step more than the work counts explain
+(:func:`~grapeshot.model.workload.step_noise`), when the CPU clock is too coarse for the
+kernels, and when other threads worked beside the kernels' thread (a kernel on several
+threads, which the thread's CPU clock undercounts).
+
 With ``--vtk DIR`` or ``--snapshot DIR`` the run proceeds in chunks of ``--every`` steps
 (resuming from the blocks, step and time of the previous chunk, which gives the same bits as
 one run) and writes the assembled fields after each chunk: VTK ImageData files (``.vti``,
@@ -27,19 +35,31 @@ from rich.table import Table
 from grapeshot.apps import APPS, get_app, make_app_program
 from grapeshot.apps.trace_stats import TraceStats, trace_stats
 from grapeshot.cli.options import AppOption, chosen_app, parse_cells, parse_parts
-from grapeshot.cli.output import console, emit_json, err_console
+from grapeshot.cli.output import console, emit_json, err_console, warn
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.memory import check_program_memory
 from grapeshot.model.program import Program
-from grapeshot.model.workload import UNITS, Workload, partition_bounds
+from grapeshot.model.workload import UNITS, Workload, partition_bounds, step_noise
 from grapeshot.model.workload_file import save_workload
 from grapeshot.report.snapshots import snapshot
 from grapeshot.report.vtk import write_pvd, write_vti
-from grapeshot.runtime.serial import run_recorded, run_serial
+from grapeshot.runtime import serial
+from grapeshot.runtime.serial import CLOCKS, SerialRun, run_recorded, run_serial
 
 #: Steps between outputs when ``--every`` is not given.
 DEFAULT_EVERY = 10
+#: Step-to-step variation of the costs, unexplained by the work counts (RMS over the mean
+#: cost), above which the trace warns. Noise of relative size σ on P partitions alone gives
+#: a step a max/mean − 1 of about σ·sqrt(2 ln P): 0.2 on 256 partitions gives 0.67, the size
+#: of the imbalances strategies are told apart by. (Gray-Scott, 16 × 16 partitions of 32²
+#: cells, on a 2-core machine at load 5: 0.4-0.7 by the CPU clock, 6-9 by the wall clock.)
+NOISE_LIMIT = 0.2
+#: A CPU clock advancing in steps over this (seconds) counts scheduler ticks, not time.
+COARSE_CLOCK = 1e-5
+#: Other threads' CPU seconds over the kernels' thread's, during the steps, above which the
+#: kernels probably ran on several threads (a progress bar's thread uses about 1%).
+OTHER_THREADS_LIMIT = 0.25
 
 
 def _warm_up(program: Program) -> None:
@@ -179,6 +199,17 @@ def trace_command(
             "Default s for runnable apps, the generator's own for trace generators.",
         ),
     ] = None,
+    clock: Annotated[
+        str | None,
+        typer.Option(
+            "--clock",
+            help="What times the kernels with --units s: cpu (the kernel thread's CPU time, "
+            "without the time other processes held the core) or wall (the wall clock: right "
+            "for a kernel on several threads, on a quiet machine only). Default cpu; the "
+            "file keeps the wall clock's seconds too.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Run a mini-app and record its per-partition cost trace (a workload file).
@@ -188,7 +219,9 @@ def trace_command(
     generators (flip, zmodel) build their trace. The statistics at the end say how the load
     varies: the cost share of the busiest 10% of partitions, the share of partitions with no
     work, and whether the busiest 10% in the first quarter of the steps are still the busiest
-    in the last quarter (overlap 1) or the load has moved (overlap near 0).
+    in the last quarter (overlap 1) or the load has moved (overlap near 0). Kernels are
+    timed by their thread's CPU clock (--clock), and a warning says when the costs vary from
+    step to step more than the work counts explain (a busy machine): --units work then.
     """
     from grapeshot.apps.user import installed_apps, is_user_app
 
@@ -198,6 +231,10 @@ def trace_command(
             raise InputError(option, "missing", f"{option} with trace {app_name}")
     if units is not None and units not in UNITS:
         raise InputError("--units", f"got {units!r}", f"one of {', '.join(UNITS)}")
+    if clock is not None and clock not in CLOCKS:
+        raise InputError("--clock", f"got {clock!r}", f"one of {', '.join(CLOCKS)}")
+    if clock is not None and units == "work":
+        raise InputError("--clock", "times seconds; --units work records none", "one of them")
     check_int(steps, "--steps")
     check_int(every, "--every")
     check_output_path(out, "--out")
@@ -234,17 +271,24 @@ def trace_command(
             run = run_recorded(
                 program, steps, every=every if frames else None, on_frame=frames, progress=tick
             )
-        workload = run.workload(chosen)
+        workload = run.workload(chosen, clock or "cpu")
         summary.update(time=run.time, digest=run.digest())
         written = frames.written if frames else []
     else:
+        run = None
         summary = {"app": app_name, "scene": scene, "steps": steps}
-        if vtk is not None or snap is not None:
-            raise InputError(
-                "--vtk" if vtk is not None else "--snapshot",
-                f"{app_name} is a trace generator and has no fields to write",
-                "a runnable app (" + ", ".join(a for a, s in APPS.items() if s.runnable) + ")",
-            )
+        for option, value, lacks in (
+            ("--vtk", vtk, "fields to write"),
+            ("--snapshot", snap, "fields to write"),
+            ("--clock", clock, "kernels to time"),
+        ):
+            if value is not None:
+                raise InputError(
+                    option,
+                    f"{app_name} is a trace generator and has no {lacks}",
+                    "a runnable app ("
+                    + ", ".join(a for a, s in APPS.items() if s.runnable) + ")",
+                )  # fmt: skip
         with _ProgressBar(as_json, f"{app_name} {scene}") as tick:
             workload = module.make_trace(
                 scene, part_shape, steps, cells=cell_shape, seed=seed, progress=tick
@@ -255,6 +299,8 @@ def trace_command(
             )
     save_workload(out, workload)
     stats = trace_stats(workload)
+    timing = _timing(workload, run)
+    warnings = _warnings(workload, timing)
     summary.update(
         parts=list(workload.parts_shape),
         cells=list(workload.domain_shape),
@@ -262,11 +308,105 @@ def trace_command(
         out=str(out),
         files=written,
         stats=stats.as_dict(),
+        timing=timing,
+        warnings=warnings,
     )
+    for message in warnings:
+        warn("trace", message)
     if as_json:
         emit_json(summary)
         return
     _print_summary(summary, workload, stats)
+
+
+def _timing(workload: Workload, run: SerialRun | None) -> dict[str, Any]:
+    """How the trace's costs were timed and how far to trust them step by step.
+
+    Keys: ``clock`` (what timed the cost: ``cpu``, ``wall``, or ``None``), ``noise`` and
+    ``work_variation`` (:class:`~grapeshot.model.workload.StepNoise`, of the cost), and for
+    a run timed here: ``cpu_resolution`` (seconds, the CPU clock's smallest step),
+    ``cpu_per_wall`` (the kernels' CPU seconds over their wall seconds: under 1, the core
+    was taken away or the kernels waited), ``other_threads`` (other threads' CPU seconds
+    over the kernels' thread's during the steps), ``median_cpu`` (seconds, a partition's
+    kernels in a step), ``preemptions`` (times the system took the kernels' thread's core
+    during the steps, ``None`` off Linux) and ``kernel_calls``, and the wall clock's
+    ``noise_wall`` and ``imbalance_wall`` (what a wall-clock trace would have said).
+    """
+    noise = step_noise(workload.cost, workload.work)
+    timing: dict[str, Any] = {
+        "clock": workload.clock if workload.units == "s" and workload.clock else None,
+        "noise": noise.unexplained,
+        "work_variation": noise.work,
+    }
+    if run is None or run.cpu is None:
+        return timing
+    wall = float(run.seconds.sum())
+    busy = run.cpu[run.cpu > 0]
+    timing.update(
+        cpu_resolution=serial.cpu_clock_resolution(),
+        cpu_per_wall=float(run.cpu.sum()) / wall if wall > 0 else math.nan,
+        other_threads=run.other_cpu_seconds / run.thread_cpu_seconds
+        if run.thread_cpu_seconds > 0 else math.nan,
+        median_cpu=float(np.median(busy)) if busy.size else 0.0,
+        preemptions=run.preemptions,
+        kernel_calls=run.cpu.size * len(run.program.phases),
+    )  # fmt: skip
+    if workload.units == "s" and workload.clock == "cpu":
+        by_wall = run.workload("s", "wall")
+        timing.update(
+            noise_wall=step_noise(by_wall.cost, by_wall.work).unexplained,
+            imbalance_wall=trace_stats(by_wall).imbalance,
+        )
+    return timing
+
+
+def _warnings(workload: Workload, timing: dict[str, Any]) -> list[str]:
+    """One line each, for seconds timed here (a generator's costs vary as it models them):
+    costs noisier than their work, a coarse CPU clock, threaded kernels."""
+    found: list[str] = []
+    if timing["clock"] is None:
+        return found
+    noise, varies = timing["noise"], timing["work_variation"]
+    if noise > NOISE_LIMIT:
+        told = "" if math.isnan(varies) else f" (the work itself varies by {varies:.2f})"
+        busy = []
+        if timing["clock"] == "wall":
+            busy.append("--clock cpu leaves out the time other processes held the core")
+        if timing.get("preemptions"):
+            busy.append(
+                f"the kernels' thread was preempted {timing['preemptions']} times in the "
+                f"steps' {timing['kernel_calls']} kernel calls"
+            )
+        machine = f"a busy machine ({'; '.join(busy)})" if busy else "a busy machine"
+        found.append(
+            f"the costs vary from step to step by {noise:.2f} of their mean (RMS, over "
+            f"{NOISE_LIMIT}) beyond what the work counts explain{told}: {machine}, or work "
+            "counts that miss what the kernels do; the imbalance is partly noise; --units "
+            "work records the work counts instead"
+        )
+    if timing["clock"] == "wall" or "cpu_resolution" not in timing:
+        return found
+    resolution, median = timing["cpu_resolution"], timing["median_cpu"]
+    if math.isinf(resolution):
+        found.append(
+            "the CPU clock did not advance: every cost is 0; --clock wall on a quiet "
+            "machine, or --units work"
+        )
+    elif resolution > COARSE_CLOCK and median < 100 * resolution:
+        found.append(
+            f"the CPU clock advances in steps of {resolution * 1e3:.3g} ms here and a "
+            f"partition's kernels take {median * 1e6:.3g} µs a step (median): each tick "
+            "goes to the kernel running, so costs are right on average over the steps but "
+            "coarse in each; --units work, or more cells per partition"
+        )
+    if timing["other_threads"] > OTHER_THREADS_LIMIT:
+        found.append(
+            f"other threads used {timing['other_threads']:.0%} as much CPU as the kernels' "
+            "thread during the steps: a kernel on several threads (numba parallel=True, a "
+            "threaded BLAS) is undercounted by its thread's CPU clock; --clock wall on a "
+            "quiet machine, or --units work"
+        )
+    return found
 
 
 def _load_app(name: str) -> Any:
@@ -307,6 +447,10 @@ class _ProgressBar:
             self.bar.__exit__(None, None, None)
 
 
+def _share(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.0%}"
+
+
 def _print_summary(summary: dict[str, Any], workload: Workload, stats: TraceStats) -> None:
     table = Table(title=f"{summary['app']} {summary['scene']}: trace of {workload.n_steps} steps")
     table.add_column("")
@@ -315,9 +459,29 @@ def _print_summary(summary: dict[str, Any], workload: Workload, stats: TraceStat
     table.add_row("cells", " × ".join(map(str, workload.domain_shape)))
     if "time" in summary:
         table.add_row("simulated time", f"{summary['time']:.4g} s")
-    table.add_row("cost units", workload.units)
-    for name, value in _stats_rows(stats, workload.units):
+    timing = summary["timing"]
+    clock = {"cpu": "thread CPU time", "wall": "wall clock"}.get(timing["clock"] or "")
+    table.add_row("cost units", workload.units + (f" ({clock})" if clock else ""))
+    if "cpu_per_wall" in timing:
+        table.add_row("kernels' CPU time / wall time", _share(timing["cpu_per_wall"]))
+    if timing.get("preemptions") is not None:
+        table.add_row(
+            "kernels' thread preempted (times / kernel calls)",
+            f"{timing['preemptions']} / {timing['kernel_calls']}",
+        )
+    label = f"{workload.units}, {timing['clock']}" if timing["clock"] else workload.units
+    for name, value in _stats_rows(stats, label):
         table.add_row(name, value)
+    if "imbalance_wall" in timing:
+        table.add_row(
+            "partition max/mean − 1 per step (s, wall clock), mean",
+            f"{timing['imbalance_wall']:.2f}",
+        )
+    if workload.units == "s":
+        table.add_row(
+            "cost's step-to-step noise beyond its work (RMS / mean)",
+            "n/a" if math.isnan(timing["noise"]) else f"{timing['noise']:.2f}",
+        )
     console.print(table)
     console.print(f"trace written to {summary['out']}")
     if summary["files"]:

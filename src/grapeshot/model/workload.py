@@ -18,6 +18,9 @@ import numpy as np
 from grapeshot.model.errors import InputError
 
 UNITS = ("s", "work")
+#: What timed a trace's seconds (:attr:`Workload.clock`): the kernel thread's CPU time, the
+#: wall clock, or not said ("": an imported trace, a generator, a file from before clocks).
+TRACE_CLOCKS = ("cpu", "wall", "")
 #: Most cells a domain may have (2**48): int64 halo bytes and partition bounds never wrap.
 MAX_CELLS = 1 << 48
 
@@ -242,6 +245,14 @@ class Workload:
         cells, band cells).
     app, scene
         What produced the trace.
+    clock
+        With ``units="s"``, what timed ``cost``: ``"cpu"`` (the kernel thread's CPU time,
+        which leaves out the time another process held the core), ``"wall"``, or ``""``
+        (not said).
+    wall
+        Optional, float64 ``(steps, P)``: the kernels' wall-clock seconds, kept beside a
+        cost timed otherwise (or counted in work units); ``wall - cost`` of a CPU-timed trace
+        is the time the core was taken away.
     """
 
     domain_shape: tuple[int, ...]
@@ -252,6 +263,8 @@ class Workload:
     work: np.ndarray | None = None
     app: str = ""
     scene: str = ""
+    clock: str = ""
+    wall: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain_shape", tuple(int(x) for x in self.domain_shape))
@@ -265,19 +278,18 @@ class Workload:
         if not np.issubdtype(cost.dtype, np.floating) and not np.issubdtype(cost.dtype, np.integer):
             raise InputError("cost", f"has dtype {cost.dtype}", "float64")
         cost = cost.astype(np.float64, copy=False)
-        if not np.all(np.isfinite(cost)):
-            step, part = np.argwhere(~np.isfinite(cost))[0]
-            raise InputError("cost", f"is not finite at step {step}, partition {part}", None)
-        if cost.size and cost.min() < 0:
-            step, part = np.argwhere(cost < 0)[0]
-            raise InputError(
-                "cost",
-                f"is negative ({cost[step, part]}) at step {step}, partition {part}",
-                "costs >= 0",
-            )
-        object.__setattr__(self, "cost", cost)
+        object.__setattr__(self, "cost", _non_negative(cost, "cost"))
         if self.units not in UNITS:
             raise InputError("units", f"got {self.units!r}", f"one of {', '.join(UNITS)}")
+        if self.clock not in TRACE_CLOCKS:
+            raise InputError("clock", f"got {self.clock!r}", "cpu, wall or empty")
+        if self.wall is not None:
+            wall = np.asarray(self.wall)
+            if wall.shape != cost.shape:
+                raise InputError("wall", f"has shape {wall.shape}", f"{cost.shape} like cost")
+            if wall.dtype.kind not in "fiu":
+                raise InputError("wall", f"has dtype {wall.dtype}", "float64")
+            object.__setattr__(self, "wall", _non_negative(wall.astype(np.float64), "wall"))
         self.halo.validate(self.n_parts)
         if self.work is not None:
             work = np.asarray(self.work)
@@ -305,6 +317,7 @@ class Workload:
         if not 0 <= start < stop <= self.n_steps:
             raise InputError(where, f"got {start}:{stop}", f"a:b with 0 <= a < b <= {self.n_steps}")
         work = None if self.work is None else self.work[start:stop]
+        wall = None if self.wall is None else self.wall[start:stop]
         return Workload(
             self.domain_shape,
             self.parts_shape,
@@ -314,4 +327,84 @@ class Workload:
             work,
             self.app,
             self.scene,
+            self.clock,
+            wall,
         )
+
+
+def _non_negative(values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` (float64, ``(steps, P)``) if finite and >= 0, else the error naming the cell."""
+    if not np.all(np.isfinite(values)):
+        step, part = np.argwhere(~np.isfinite(values))[0]
+        raise InputError(name, f"is not finite at step {step}, partition {part}", None)
+    if values.size and values.min() < 0:
+        step, part = np.argwhere(values < 0)[0]
+        raise InputError(
+            name,
+            f"is negative ({values[step, part]}) at step {step}, partition {part}",
+            f"{name} >= 0",
+        )
+    return values
+
+
+@dataclass(frozen=True)
+class StepNoise:
+    """How much a trace's costs vary from step to step, and how much of it the work explains.
+
+    Attributes
+    ----------
+    unexplained
+        RMS over partitions and steps of what is left of each partition's cost once its
+        mean and its least-squares line in its work count are taken away, over the mean
+        cost of a partition in a step (NaN below 3 steps or with no cost). The same
+        relative scale as the LIF: 0.3 is a cost 30% off its work's share, typically.
+    work
+        RMS step-to-step variation of each partition's work count around its mean, over the
+        mean work count (NaN without work counts or with none): the variation the costs may
+        show for a reason.
+    """
+
+    unexplained: float
+    work: float
+
+    def exceeds(self, limit: float) -> bool:
+        """Whether the unexplained variation is over ``limit`` (never when it is NaN)."""
+        return bool(self.unexplained > limit)
+
+
+def step_noise(cost: np.ndarray, work: np.ndarray | None = None) -> StepNoise:
+    """Step-to-step variation of each partition's cost that its work counts do not explain.
+
+    Each partition's costs over the steps are fitted by ``a + b * work`` (``b = 0`` where its
+    work does not vary, or without work counts); the residuals, pooled over the partitions
+    with one degree of freedom per fitted parameter, are the variation the work counts do
+    not explain: a uniform program timed on a busy core (its work constant, its costs
+    jumping) scores high; one whose costs follow its work scores near 0.
+
+    Parameters
+    ----------
+    cost
+        float64, ``(steps, P)``: seconds (or any unit) per partition per step.
+    work
+        ``(steps, P)``: the work counts, or ``None``.
+    """
+    cost = np.asarray(cost, dtype=np.float64)
+    steps = cost.shape[0]
+    scale = float(cost.mean()) if cost.size else 0.0
+    dc = cost - cost.mean(axis=0)
+    fitted = np.zeros(cost.shape[1], dtype=bool)
+    work_rel = math.nan
+    if work is not None:
+        w = np.asarray(work, dtype=np.float64)
+        dw = w - w.mean(axis=0)
+        spread = (dw * dw).sum(axis=0)
+        fitted = spread > 0
+        slope = np.divide((dw * dc).sum(axis=0), spread, out=np.zeros_like(spread), where=fitted)
+        dc = dc - slope * dw
+        mean_work = float(w.mean()) if w.size else 0.0
+        if steps >= 2 and mean_work > 0:
+            work_rel = math.sqrt(float(spread.sum()) / (w.shape[1] * (steps - 1))) / mean_work
+    dof = cost.shape[1] * (steps - 1) - int(fitted.sum())
+    if steps < 3 or scale <= 0 or dof <= 0:
+        return StepNoise(math.nan, work_rel)
+    return StepNoise(math.sqrt(float((dc * dc).sum()) / dof) / scale, work_rel)

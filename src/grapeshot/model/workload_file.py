@@ -5,8 +5,14 @@ Layout (see ``docs/formats.md``):
 - ``cost``: float64, ``(steps, P)``, cost per partition per step in ``units``.
 - ``halo/indptr``, ``halo/indices``, ``halo/bytes``: int64 CSR over partitions; bytes per step.
 - ``work`` (optional): the counts that drive ``cost``, ``(steps, P)``.
+- ``wall`` (optional): float64, ``(steps, P)``, the kernels' wall-clock seconds beside a cost
+  timed by the CPU clock (or counted in work).
 - attributes: ``domain_shape``, ``parts_shape`` (int arrays), ``units`` (``"s"`` or
-  ``"work"``), ``app``, ``scene`` (strings), ``format_version`` (int, currently 1).
+  ``"work"``), ``app``, ``scene`` (strings), ``clock`` (optional: ``"cpu"``, ``"wall"`` or
+  ``""``, what timed ``cost``), ``format_version`` (int, currently 1).
+
+A file written before ``wall`` and ``clock`` existed reads as ``clock=""``, no ``wall``: both
+are additions a reader that does not know them skips, so the version stays 1.
 """
 
 from __future__ import annotations
@@ -100,11 +106,14 @@ def save_workload(path: str | os.PathLike[str], workload: Workload) -> None:
         g.create_dataset("bytes", data=workload.halo.nbytes.astype(np.int64), **packed)
         if workload.work is not None:
             f.create_dataset("work", data=workload.work, **packed)
+        if workload.wall is not None:
+            f.create_dataset("wall", data=workload.wall, **packed)
         f.attrs["domain_shape"] = np.asarray(workload.domain_shape, dtype=np.int64)
         f.attrs["parts_shape"] = np.asarray(workload.parts_shape, dtype=np.int64)
         f.attrs["units"] = workload.units
         f.attrs["app"] = workload.app
         f.attrs["scene"] = workload.scene
+        f.attrs["clock"] = workload.clock
         f.attrs["format_version"] = FORMAT_VERSION
 
 
@@ -157,6 +166,7 @@ def _read_fields(f: h5py.File, where: str) -> dict[str, object]:
         _dataset(f, "halo/bytes", where),
     )
     work = _dataset(f, "work", where) if "work" in f else None
+    wall = _dataset(f, "wall", where) if "wall" in f else None
     domain_attr = _attr(f, "domain_shape", where)
     parts_attr = _attr(f, "parts_shape", where)
     try:
@@ -173,4 +183,6 @@ def _read_fields(f: h5py.File, where: str) -> dict[str, object]:
         "work": work,
         "app": str(_attr(f, "app", where, "")),
         "scene": str(_attr(f, "scene", where, "")),
+        "clock": str(_attr(f, "clock", where, "")),
+        "wall": wall,
     }

@@ -297,7 +297,8 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
             record.start.append(cursor)
             cursor += float(run.seconds[s, p])
             record.end.append(cursor)
-            record.cpu.append(float(run.seconds[s, p]))
+            # The thread's CPU seconds where measured: time the core was taken is no work.
+            record.cpu.append(float((run.seconds if run.cpu is None else run.cpu)[s, p]))
             record.wait.append(0.0)
     return RankResult(
         0,

@@ -65,6 +65,7 @@ def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
         outcome.work,
         program.name,
         program.scene,
+        clock="cpu",  # the tasks' cost is their thread's CPU time (TaskRecord.cpu)
     )
 
 

@@ -1,8 +1,12 @@
 """The serial executor: the reference every other executor must reproduce.
 
 It runs a :class:`~grapeshot.model.program.Program` in one process, partition by partition,
-phase by phase, in partition-id order, moving halo buffers by copy. It measures each
-kernel's seconds and records the trace (cost, work counts, halo bytes per neighbour pair).
+phase by phase, in partition-id order, moving halo buffers by copy. It times each kernel by
+two clocks, the thread's CPU time and the wall clock, and records the trace (cost, work
+counts, halo bytes per neighbour pair). A trace's cost in seconds is the CPU time
+(:attr:`SerialRun.cpu`): on a shared machine the wall clock also counts the time another
+process held the core, which is no partition's cost (the task runtime's busy time is CPU time
+too, :class:`~grapeshot.runtime.timeline.ThreadClock`).
 As the task runtime does, it compiles (or loads) the kernels before the first step
 (:func:`~grapeshot.runtime.warmup.warm_up`), so the kernels' seconds are theirs, not
 numba's; what numba still compiles during the steps is counted
@@ -12,6 +16,9 @@ of the partitions (``grapeshot check`` shuffles them).
 
 from __future__ import annotations
 
+import functools
+import gc
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +57,8 @@ class SerialRun:
     blocks
         Final block of every partition, in partition-id order.
     seconds
-        float64, ``(steps, P)``: measured kernel seconds per partition per step.
+        float64, ``(steps, P)``: the kernels' wall-clock seconds per partition per step
+        (their phases summed), time the core was taken by another process included.
     work
         int64, ``(steps, P)``: the program's work count per partition per step.
     halo_bytes
@@ -60,6 +68,20 @@ class SerialRun:
     compile_seconds, compiled
         Seconds numba spent compiling during the steps (inside :attr:`seconds`) and the
         functions it compiled: a kernel meeting argument types the warm-up did not give it.
+    cpu
+        float64, ``(steps, P)``: the kernels' CPU seconds, as :attr:`seconds`, by the
+        calling thread's CPU clock (``time.thread_time``): the trace's cost. ``None`` when
+        not measured.
+    thread_cpu_seconds, other_cpu_seconds
+        CPU seconds of this thread and of the process's other threads during the steps: a
+        kernel that runs on other threads too (numba ``parallel=True``, a threaded BLAS)
+        does work the thread's clock does not see, and shows here.
+    preemptions
+        Times the system took this thread's core during the steps (involuntary context
+        switches; ``None`` where the system does not say, off Linux). The CPU clock leaves
+        out the time away but not what coming back costs (the switch, the caches refilled):
+        on a busy 2-core virtual machine a 12 µs kernel preempted once measured about 90 µs
+        of CPU, so preemptions still show, as noise.
     """
 
     program: Program
@@ -71,6 +93,10 @@ class SerialRun:
     time: float
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)
+    cpu: np.ndarray | None = None
+    thread_cpu_seconds: float = 0.0
+    other_cpu_seconds: float = 0.0
+    preemptions: int | None = None
 
     def fields(self) -> dict[str, np.ndarray]:
         """Final output fields over the whole domain."""
@@ -83,8 +109,22 @@ class SerialRun:
         """Hash of the final fields (equal across executors when the results are bitwise)."""
         return fields_digest(self.fields())
 
-    def workload(self, units: str = "s") -> Workload:
-        """The recorded trace as a :class:`Workload` (``units="s"``: measured seconds)."""
+    def workload(self, units: str = "s", clock: str = "cpu") -> Workload:
+        """The recorded trace as a :class:`Workload`.
+
+        Parameters
+        ----------
+        units
+            ``"s"``: measured seconds; ``"work"``: the work counts.
+        clock
+            The seconds the cost holds with ``units="s"``: ``"cpu"`` (:attr:`cpu`, the
+            default) or ``"wall"`` (:attr:`seconds`). The wall-clock seconds are kept as
+            :attr:`Workload.wall` whatever the cost holds.
+        """
+        if clock not in CLOCKS:
+            raise InputError("--clock", f"got {clock!r}", f"one of {', '.join(CLOCKS)}")
+        if clock == "cpu" and self.cpu is None:
+            raise InputError("clock", "cpu: this run measured no CPU time", "clock='wall'")
         steps = self.seconds.shape[0]
         n = self.program.n_parts
         pairs = sorted(self.halo_bytes)
@@ -93,7 +133,10 @@ class SerialRun:
         nbytes = np.array([self.halo_bytes[p] for p in pairs], dtype=np.int64) // max(steps, 1)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-        cost = self.seconds if units == "s" else self.work.astype(np.float64)
+        if units == "s":
+            cost = self.cpu if clock == "cpu" else self.seconds
+        else:
+            cost = self.work.astype(np.float64)
         return Workload(
             domain_shape=self.program.domain_shape,
             parts_shape=self.program.parts_shape,
@@ -103,7 +146,44 @@ class SerialRun:
             work=self.work,
             app=self.program.name,
             scene=self.program.scene,
+            clock=clock if units == "s" else "",
+            wall=self.seconds,
         )
+
+
+#: The clocks a kernel is timed by: the calling thread's CPU time, the wall clock.
+CLOCKS = ("cpu", "wall")
+
+
+@functools.cache
+def cpu_clock_resolution(samples: int = 5, limit: float = 0.5) -> float:
+    """The smallest step of the thread CPU clock (``time.thread_time``) seen here, seconds.
+
+    Reads the clock until it changes, ``samples`` times (at most ``limit`` wall seconds
+    in all), and keeps the smallest change. On Linux the clock counts nanoseconds and this
+    is the cost of reading it (0.3 to 1.5 µs); a clock that advances by scheduler ticks
+    (some kernels and virtual machines; Windows) shows its tick (1 to 16 ms). ``inf`` when it
+    never changed.
+    """
+    best = math.inf
+    deadline = time.perf_counter() + limit
+    for _ in range(samples):
+        t0 = t1 = time.thread_time_ns()
+        while t1 == t0 and time.perf_counter() < deadline:
+            t1 = time.thread_time_ns()
+        if t1 > t0:
+            best = min(best, (t1 - t0) * 1e-9)
+    return best
+
+
+def preemptions() -> int | None:
+    """Involuntary context switches of the calling thread so far (``None`` off Linux)."""
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+    except (ImportError, AttributeError, OSError):
+        return None
 
 
 def run_serial(
@@ -148,25 +228,33 @@ def run_serial(
     if warm:
         warm_up(program, boxes[0])
     seconds = np.zeros((steps, n))
+    cpu = np.zeros((steps, n))
     work = np.zeros((steps, n), dtype=np.int64)
     halo_bytes: dict[tuple[int, int], int] = {}
     compiles = CompileClock()
     t = start_time
+    process0, thread0, switched0 = time.process_time(), time.thread_time(), preemptions()
     with install_listener("numba:compile", compiles):
         for s in range(steps):
             ctx = Context(step=start_step + s, time=t)
             for phase in program.phases:
                 run_phase(
-                    program, phase, boxes, blocks, ctx, halo_bytes=halo_bytes, seconds=seconds[s]
-                )
+                    program, phase, boxes, blocks, ctx, halo_bytes=halo_bytes,
+                    seconds=seconds[s], cpu=cpu[s],
+                )  # fmt: skip
             for p, (box, block) in enumerate(zip(boxes, blocks, strict=True)):
                 work[s, p] = program.work(block, box)
             t += program.advance(ctx)
             if progress is not None:
                 progress(s + 1, steps)
+    thread = time.thread_time() - thread0
+    other = max(0.0, time.process_time() - process0 - thread)
+    switched1 = preemptions()
+    switched = None if switched0 is None or switched1 is None else switched1 - switched0
     return SerialRun(
-        program, boxes, blocks, seconds, work, halo_bytes, t, compiles.seconds, compiles.names
-    )
+        program, boxes, blocks, seconds, work, halo_bytes, t, compiles.seconds, compiles.names,
+        cpu, thread, other, switched,
+    )  # fmt: skip
 
 
 def run_phase(
@@ -178,6 +266,7 @@ def run_phase(
     *,
     halo_bytes: dict[tuple[int, int], int] | None = None,
     seconds: np.ndarray | None = None,
+    cpu: np.ndarray | None = None,
     order: Sequence[int] | None = None,
 ) -> list[Any]:
     """One phase of a step on every partition, in this process: its graph exchange, halo
@@ -187,8 +276,10 @@ def run_phase(
     ----------
     halo_bytes
         ``{(src, dst): bytes}``, accumulated.
-    seconds
-        float64 ``(P,)``: each partition's kernel seconds are added to its entry.
+    seconds, cpu
+        float64 ``(P,)``: each partition's kernel seconds by the wall clock, and by this
+        thread's CPU clock, are added to its entry. The clocks are read only for those given
+        (a read of the CPU clock is a system call, about a microsecond).
     order
         The partition ids in the order their kernels run, and their halos are packed and
         unpacked (each partition's own buffers still in the canonical order); default: id
@@ -211,25 +302,52 @@ def run_phase(
     if phase.exchange is not None:
         exchange_all(phase.exchange, boxes, blocks, halo_bytes=halo_bytes, order=order)
     results: list[Any] = [None] * len(boxes)
-    for p in order:
-        box, block = boxes[p], blocks[p]
-        t0 = time.perf_counter()
-        try:
-            value = phase.call(block, box, ctx)
-        except GrapeshotError:
-            raise
-        except Exception as exc:  # the user's kernel: one line naming the task
-            raise TaskFailed(failure_text(program, p, ctx.step, phase.name, exc)) from exc
-        if seconds is not None:
-            seconds[p] += time.perf_counter() - t0
-        program.check_block(block, box, ctx, phase.name)
-        results[p] = value
+    timed = seconds is not None or cpu is not None
+    # Python's cycle collector waits while the kernels are timed: a collection (milliseconds
+    # in a process holding numba's objects) would land in whichever partition's kernel
+    # allocated past the threshold, as noise; it runs at the next allocation after the loop.
+    held = timed and gc.isenabled()
+    if held:
+        gc.disable()
+    try:
+        _run_kernels(program, phase, boxes, blocks, ctx, order, results, seconds, cpu)
+    finally:
+        if held:
+            gc.enable()
     if phase.reduce is not None:
         ctx.values[phase.reduce.name] = phase.reduce.combine(results)
     if phase.migrate is not None:
         offsets = neighbour_offsets(len(program.parts_shape))
         _migrate(phase.migrate, boxes, blocks, offsets, order)
     return results
+
+
+def _run_kernels(program, phase, boxes, blocks, ctx, order, results, seconds, cpu) -> None:
+    """The kernel (and ``check_block``) of ``phase`` on each partition in ``order``, timed
+    into ``seconds`` (wall clock) and ``cpu`` (this thread's CPU clock) where given."""
+    timed = seconds is not None or cpu is not None
+    wall0 = cpu0 = 0.0
+    for p in order:
+        box, block = boxes[p], blocks[p]
+        if timed:
+            # The wall clock outside the CPU clock: a kernel's wall time holds its CPU time.
+            wall0 = time.perf_counter()
+            cpu0 = time.thread_time()
+        try:
+            value = phase.call(block, box, ctx)
+        except GrapeshotError:
+            raise
+        except Exception as exc:  # the user's kernel: one line naming the task
+            raise TaskFailed(failure_text(program, p, ctx.step, phase.name, exc)) from exc
+        if timed:
+            cpu1 = time.thread_time()
+            wall1 = time.perf_counter()
+            if cpu is not None:
+                cpu[p] += cpu1 - cpu0
+            if seconds is not None:
+                seconds[p] += wall1 - wall0
+        program.check_block(block, box, ctx, phase.name)
+        results[p] = value
 
 
 def exchange_all(
@@ -349,8 +467,9 @@ def run_recorded(
     if on_frame is not None:
         outputs = [program.output_fields(b, x) for b, x in zip(blocks, boxes, strict=True)]
         on_frame(0, 0.0, assemble_fields(boxes, outputs, program.particle_fields))
-    seconds, work = [], []
-    compile_seconds, compiled = 0.0, []
+    seconds, cpu, work = [], [], []
+    compile_seconds, compiled, thread_cpu, other_cpu = 0.0, [], 0.0, 0.0
+    switched: int | None = 0
     halo: dict[tuple[int, int], int] = {}
     done, t = 0, 0.0
     while done < steps:
@@ -367,14 +486,19 @@ def run_recorded(
         )  # fmt: skip
         blocks, t, done = run.blocks, run.time, done + n
         seconds.append(run.seconds)
+        cpu.append(run.cpu)
         work.append(run.work)
         compile_seconds += run.compile_seconds
         compiled += run.compiled
+        thread_cpu += run.thread_cpu_seconds
+        other_cpu += run.other_cpu_seconds
+        if switched is not None:
+            switched = None if run.preemptions is None else switched + run.preemptions
         for pair, nbytes in run.halo_bytes.items():
             halo[pair] = halo.get(pair, 0) + nbytes
         if on_frame is not None:
             on_frame(done, t, run.fields())
     return SerialRun(
         program, boxes, blocks, np.vstack(seconds), np.vstack(work), halo, t,
-        compile_seconds, compiled,
+        compile_seconds, compiled, np.vstack(cpu), thread_cpu, other_cpu, switched,
     )  # fmt: skip
