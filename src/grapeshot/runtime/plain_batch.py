@@ -258,8 +258,18 @@ def _publish(path: Path, source: str) -> None:
             os.unlink(tmp)
 
 
+#: The loops made in this process, by kernel object and layout, with the kernel kept alive (so
+#: its ``id`` is not reused): each rank plan asks again, at every rebalance of a run.
+_MADE: dict[tuple[int, int, tuple[int, ...]], tuple[Dispatcher, Dispatcher]] = {}
+
+
 def _loop(kernel: Dispatcher, ndim: int, field_ndims: tuple[int, ...]):
-    """The compiled loop for ``kernel`` (a numba dispatcher, not compiled yet)."""
+    """The compiled loop for ``kernel`` (a numba dispatcher, not compiled yet). numba freezes
+    what a kernel captured at its first compilation, so within a process one kernel object
+    keeps its loop."""
+    made = _MADE.get((id(kernel), ndim, field_ndims))
+    if made is not None:
+        return made[1]
     files, key = kernel_identity(kernel)
     cache = files is not None and key is not None and _cacheable(kernel)
     source = _source(ndim, field_ndims, cache)
@@ -277,7 +287,6 @@ def _loop(kernel: Dispatcher, ndim: int, field_ndims: tuple[int, ...]):
     name = f"_grapeshot_batch_{digest.hexdigest()[:24]}"
     module = sys.modules.get(name)
     if module is None:
-        module = None
         if cache:
             path = cache_dir() / f"{name}.py"
             with contextlib.suppress(OSError):  # no writable cache folder: in memory
@@ -288,6 +297,7 @@ def _loop(kernel: Dispatcher, ndim: int, field_ndims: tuple[int, ...]):
             exec(compile(source.replace("cache=True", "cache=False"), name, "exec"), vars(module))
             sys.modules[name] = module
         module.kernel = kernel
+    _MADE[(id(kernel), ndim, field_ndims)] = (kernel, module.run)
     return module.run
 
 
