@@ -39,6 +39,13 @@ class CompileClock(Listener):
         self.names: list[str] = []
         self._open: dict[int, tuple[int, float]] = {}  # thread: (depth, start)
 
+    def take(self) -> tuple[float, list[str]]:
+        """What was compiled since the last take, ``(seconds, names)``; counting starts
+        afresh (a run's segments each report their own)."""
+        seconds, names = self.seconds, self.names
+        self.seconds, self.names = 0.0, []
+        return seconds, names
+
     def on_start(self, event) -> None:
         depth, start = self._open.get(threading.get_ident(), (0, 0.0))
         if depth == 0:

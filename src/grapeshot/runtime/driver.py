@@ -214,39 +214,25 @@ def run_program(
         )
         kwargs["exchange"] = exchange
         kwargs["shm"] = shm
-        if dynamic is not None:
-            results, final_node_of, migrated_bytes, seg_starts = _run_dynamic(
-                program, node_of, steps, dynamic, comm, size, on_migrate, kwargs
-            )
-        elif migrate_at is None:
-            results = [run_tasks(program, node_of, steps, **kwargs)]
+        if dynamic is None and migrate_at is None:
+            results = run_tasks(program, node_of, steps, **kwargs)
             final_node_of = node_of
         else:
-            first = run_tasks(program, node_of, migrate_at, **kwargs)
-            started = time.perf_counter()
-            final_node_of, blocks, migrated_bytes = _migrate(program, first, node_of, comm, size)
-            if rank == 0 and on_migrate is not None:
-                on_migrate(
-                    Migration(
-                        step=migrate_at,
-                        parts_moved=int(np.count_nonzero(np.asarray(final_node_of) != node_of)),
-                        bytes=int(migrated_bytes),
-                        seconds=time.perf_counter() - started,
-                        ranks_before=tuple(np.bincount(node_of, minlength=size).tolist()),
-                        ranks_after=tuple(np.bincount(final_node_of, minlength=size).tolist()),
-                    )
-                )
-            second = run_tasks(
-                program,
-                final_node_of,
-                steps - migrate_at,
-                blocks=blocks,
-                start_step=migrate_at,
-                start_time=first.time,
-                **kwargs,
-            )
-            results = [first, second]
-    gathered = comm.gather([_portable(program, r) for r in results], root=0)
+            # Rebalanced inside the run: the runner re-plans in place at each cut.
+            if dynamic is not None:
+                cuts = call_steps(dynamic, steps)
+                propose = _dynamic_proposal(program, dynamic, comm, threads)
+            else:
+                cuts = [migrate_at]
+                propose = _greedy_proposal(program, comm)
+            mover = _InRun(node_of, comm, on_migrate, propose, report_unchanged=dynamic is None)
+            results = run_tasks(program, node_of, steps, cuts=cuts, rebalance=mover, **kwargs)
+            final_node_of, migrated_bytes = mover.current, mover.migrated
+            seg_starts = [0, *cuts]
+    last = len(results) - 1
+    gathered = comm.gather(
+        [_portable(program, r, outputs=i == last) for i, r in enumerate(results)], root=0
+    )
     network = None
     if probe_network and size > 1:
         from grapeshot.runtime.probe import ping_pong
@@ -318,27 +304,56 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
     )
 
 
-def _migrate(program, first: RankResult, node_of, comm, size):
-    """Greedy rebalance on the last step's work; move the blocks that change rank."""
-    local_work = {p: w[-1] for p, w in first.work.items()}
-    work = {}
-    for part in comm.allgather(local_work):
-        work.update(part)
-    loads = np.array([work[p] for p in range(program.n_parts)], dtype=np.float64)
-    new = greedy_rebalance(loads, np.full(size, first.threads))
-    if np.bincount(new, minlength=size).min() == 0:
-        new = np.asarray(node_of)  # a rank must keep at least one partition
-    rank = comm.Get_rank()
-    outgoing = [dict() for _ in range(size)]
-    moved = 0
-    for p, block in first.blocks.items():
-        if new[p] != rank:
-            outgoing[new[p]][p] = block
-            moved += sum(a.nbytes for a in block.values())
-    blocks = {p: b for p, b in first.blocks.items() if new[p] == rank}
-    for incoming in comm.alltoall(outgoing):
-        blocks.update(incoming)
-    return new, blocks, comm.allreduce(moved)
+class _InRun:
+    """A task run's rebalance at a cut (:func:`~grapeshot.runtime.executor.run_tasks`'s
+    ``rebalance``): ``propose(step, result, placement)`` (collective) gives a placement or
+    ``None``; the blocks that change rank move (``alltoall``) and ``on_migrate`` hears of it
+    on rank 0 (also of an unchanged placement with ``report_unchanged``)."""
+
+    def __init__(self, node_of, comm, on_migrate, propose, *, report_unchanged: bool) -> None:
+        self.current = np.asarray(node_of, dtype=np.int32)
+        self.comm, self.on_migrate, self.propose = comm, on_migrate, propose
+        self.report_unchanged = report_unchanged
+        self.migrated = 0
+
+    def __call__(self, step: int, result: RankResult):
+        started = time.perf_counter()
+        proposal = self.propose(step, result, self.current)
+        unchanged = proposal is None or np.array_equal(proposal, self.current)
+        before, size = self.current, self.comm.Get_size()
+        moved, blocks = 0, None
+        if not unchanged:
+            self.current, blocks, moved = _move_blocks(result.blocks, proposal, self.comm, size)
+            self.migrated += moved
+        if self.comm.Get_rank() == 0 and self.on_migrate is not None:
+            if not unchanged or self.report_unchanged:
+                self.on_migrate(
+                    Migration(
+                        step=step,
+                        parts_moved=int(np.count_nonzero(self.current != before)),
+                        bytes=int(moved),
+                        seconds=time.perf_counter() - started,
+                        ranks_before=tuple(np.bincount(before, minlength=size).tolist()),
+                        ranks_after=tuple(np.bincount(self.current, minlength=size).tolist()),
+                    )
+                )
+        return None if unchanged else (self.current, blocks)
+
+
+def _greedy_proposal(program: Program, comm):
+    """``--migrate-at``: greedy on the last step's work counts (deterministic, every rank
+    computes it); ``None`` where it would leave a rank without partitions."""
+    size = comm.Get_size()
+
+    def propose(step: int, result: RankResult, current: np.ndarray):
+        work = {}
+        for part in comm.allgather({p: w[-1] for p, w in result.work.items()}):
+            work.update(part)
+        loads = np.array([work[p] for p in range(program.n_parts)], dtype=np.float64)
+        new = greedy_rebalance(loads, np.full(size, result.threads))
+        return None if np.bincount(new, minlength=size).min() == 0 else new
+
+    return propose
 
 
 def halo_comm(program: Program):
@@ -392,32 +407,21 @@ def _ranks_machine(size: int, threads: int):
     return Machine("mpi-ranks", size, NodeTree((("core", int(threads)),)))
 
 
-def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwargs):
-    """Run segment by segment, asking ``dynamic`` between segments; see :func:`run_program`."""
-    rank = comm.Get_rank()
-    results: list[RankResult] = []
-    starts: list[int] = []
-    current = np.asarray(node_of, dtype=np.int32)
-    blocks = None
-    start, start_time, migrated = 0, 0.0, 0
+def _dynamic_proposal(program: Program, dynamic, comm, threads: int):
+    """The proposal of ``dynamic`` at a cut (see :func:`run_program`): the ranks gather the
+    partitions' work counts of the segment, rank 0's strategy decides, every rank gets its
+    proposal (an error in the strategy crosses ranks as data, so no rank hangs)."""
+    rank, size = comm.Get_rank(), comm.Get_size()
     halo = halo_comm(program) if rank == 0 else None
-    cores = np.full(size, kwargs["threads"], dtype=np.int64)
-    machine = None
+    cores = np.full(size, threads, dtype=np.int64)
     # Strategies that map onto a machine's tree and network (``needs_machine``) get the ranks
     # as one: a node per rank, ``threads`` cores each, flat network. The others keep
     # ``machine=None`` (their default communication costs).
+    machine = None
     if rank == 0 and getattr(dynamic, "needs_machine", False):
-        machine = _ranks_machine(size, kwargs["threads"])
-    for cut in [*call_steps(dynamic, steps), steps]:
-        r = run_tasks(
-            program, current, cut - start, blocks=blocks, start_step=start,
-            start_time=start_time, **kwargs,
-        )  # fmt: skip
-        results.append(r)
-        starts.append(start)
-        if cut == steps:
-            break
-        started = time.perf_counter()
+        machine = _ranks_machine(size, threads)
+
+    def propose(step: int, r: RankResult, current: np.ndarray):
         work = {}
         for part in comm.gather(r.work, root=0) or []:
             work.update(part)
@@ -426,7 +430,7 @@ def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwarg
             loads = np.array([work[p] for p in range(program.n_parts)], dtype=np.float64).T
             try:
                 proposal = dynamic.rebalance(
-                    step=cut, loads=loads, node_of=current.astype(np.int64), cores=cores.copy(),
+                    step=step, loads=loads, node_of=current.astype(np.int64), cores=cores.copy(),
                     state_bytes=_state_bytes(program, r, work), comm=halo, machine=machine,
                 )  # fmt: skip
                 if proposal is not None:
@@ -449,24 +453,9 @@ def _run_dynamic(program, node_of, steps, dynamic, comm, size, on_migrate, kwarg
         error, proposal = comm.bcast((error, proposal), root=0)
         if error is not None:
             raise InputError(*error)
-        blocks = r.blocks
-        if proposal is not None and not np.array_equal(proposal, current):
-            before = current
-            current, blocks, moved_bytes = _move_blocks(r.blocks, proposal, comm, size)
-            migrated += moved_bytes
-            if rank == 0 and on_migrate is not None:
-                on_migrate(
-                    Migration(
-                        step=cut,
-                        parts_moved=int(np.count_nonzero(current != before)),
-                        bytes=int(moved_bytes),
-                        seconds=time.perf_counter() - started,
-                        ranks_before=tuple(np.bincount(before, minlength=size).tolist()),
-                        ranks_after=tuple(np.bincount(current, minlength=size).tolist()),
-                    )
-                )
-        start, start_time = cut, r.time
-    return results, current, migrated, starts
+        return proposal
+
+    return propose
 
 
 def _state_bytes(program, r: RankResult, work) -> np.ndarray:
@@ -498,7 +487,8 @@ def _move_blocks(blocks, new, comm, size):
     return np.asarray(new, dtype=np.int32), mine, comm.allreduce(moved)
 
 
-def _portable(program: Program, r: RankResult) -> dict[str, Any]:
+def _portable(program: Program, r: RankResult, outputs: bool = True) -> dict[str, Any]:
+    """What rank 0 gathers of a segment; ``outputs``: the final fields too (the last one)."""
     boxes = program.boxes()
     return {
         "rank": r.rank,
@@ -522,7 +512,9 @@ def _portable(program: Program, r: RankResult) -> dict[str, Any]:
         "gil_returns": r.gil_returns,
         "compile_seconds": r.compile_seconds,
         "compiled": r.compiled,
-        "outputs": {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()},
+        "outputs": (
+            {p: program.output_fields(b, boxes[p]) for p, b in r.blocks.items()} if outputs else {}
+        ),
     }
 
 
@@ -568,10 +560,7 @@ def _outcome(
                 col = col + offset if key in ("start", "end") else col
                 columns.setdefault(key, []).append(col)
             columns.setdefault("rank", []).append(np.full(len(durations), r["rank"]))
-            if seg_starts is not None:
-                first_step = seg_starts[seg]
-            else:
-                first_step = 0 if seg == 0 else steps - len(next(iter(r["work"].values()), []))
+            first_step = 0 if seg_starts is None else seg_starts[seg]
             for p, w in r["work"].items():
                 work[first_step : first_step + len(w), p] = w
             for src, nbytes, seconds in r["message_log"]:

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,6 +89,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RankRunner", "run_tasks"]
 
+#: ``rebalance(step, result of the segment before) -> (placement, this rank's blocks) | None``.
+Rebalance = Callable[[int, RankResult], "tuple[np.ndarray, dict[int, Block]] | None"]
+
 
 def run_tasks(
     program: Program,
@@ -105,8 +108,10 @@ def run_tasks(
     start_time: float = 0.0,
     on_step: Callable[[int], None] | None = None,
     shm: bool = True,
-) -> RankResult:
-    """Run ``steps`` steps of ``program`` on the ranks of ``comm``.
+    cuts: Sequence[int] = (),
+    rebalance: Rebalance | None = None,
+) -> list[RankResult]:
+    """Run ``steps`` steps of ``program`` on the ranks of ``comm``; one result per segment.
 
     Parameters
     ----------
@@ -138,6 +143,11 @@ def run_tasks(
         Whether ranks of one node write their grid messages straight into each other's
         inboxes, in a shared-memory window (:mod:`grapeshot.runtime.mailboxes`); ``False``
         sends every message through MPI, as between nodes.
+    cuts, rebalance
+        Rebalance in the run: before each step of ``cuts`` every rank calls
+        ``rebalance(step, result of the segment before)``, which returns the new placement
+        and this rank's blocks under it (their state moved there), or ``None``; the runner
+        re-plans in place and goes on (:meth:`RankRunner.run_segments`).
     """
     data = comm.Dup()
     coll = comm.Dup()
@@ -155,7 +165,7 @@ def run_tasks(
             shm=shm,
             start_step=start_step,
         )
-        return runner.run(start_time, steps, on_step)
+        return runner.run_segments(start_time, steps, on_step, list(cuts), rebalance)
     finally:
         data.Free()
         coll.Free()
@@ -192,22 +202,40 @@ class RankRunner:
         shm: bool = True,
         start_step: int = 0,
     ) -> None:
-        threads = max(1, int(threads))
+        self.data, self.coll = data, coll
+        self.options = (reduction, exchange, shm)
+        self.clock = RunClock()
+        self.watch = Watch(program, data, timeout)
+        self.dispatch = Dispatch(max(1, int(threads)), 0, Tally(), self.watch)
+        #: What numba compiles while the steps run (what warm() did not).
+        self.compiles = CompileClock()
+        self.place(program, node_of, blocks, start_step)
+
+    def place(
+        self,
+        program: Program,
+        node_of: np.ndarray,
+        blocks: dict[int, Block] | None,
+        start_step: int,
+    ) -> None:
+        """Build what depends on the placement ``node_of``: the plan (from ``blocks``, this
+        rank's partitions, or ``program.init_block``), mailboxes, fused copies and the parts
+        that use them, for a run going on from ``start_step``. The threads, the clock, the
+        watch and the compiled batches stay: a rebalance calls this again, no restart."""
+        data, coll, (reduction, exchange, shm) = self.data, self.coll, self.options
         self.start_step = start_step
-        self.data = data
         # Every rank builds its own partitions: all of them learn of one that failed before
         # any waits for it in a collective.
         self.plan = plan = agreed(
             data, lambda: RankPlan.build(program, node_of, data.Get_rank(), blocks)
         )
         self.mail = Mailboxes(data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm)
-        self.fusion = Fusion.build(plan, self.mail, threads)
-        self.clock = RunClock()
+        self.fusion = Fusion.build(plan, self.mail, self.dispatch.threads)
         self.tally = tally = Tally()
-        self.watch = watch = Watch(program, data, timeout)
+        watch = self.watch
+        self.dispatch.n_local, self.dispatch.tally = len(plan.local), tally
         self.slots = slots = PartSlots(len(plan.local))
         self.messenger = Messenger(data, self.mail, plan.sources, start_step, tally, watch)
-        self.dispatch = Dispatch(threads, len(plan.local), tally, watch)
         self.tasks = PhaseTasks(plan, self.fusion, slots, self.clock, watch, self.messenger.parity)
         self.halos = Halos(
             plan, self.fusion, self.mail, self.messenger, self.dispatch, slots, self.clock,
@@ -216,8 +244,6 @@ class RankRunner:
         self.reducer = Reducer(coll, reduction, plan.local, tally, watch)
         self.migrator = Migrator(plan, exchange, coll, self.messenger, slots, tally, watch)
         self.work = WorkLog(plan)
-        #: What numba compiles while the steps run (what warm() did not).
-        self.compiles = CompileClock()
 
     def warm(self) -> None:
         """Compile (or load) everything a step calls, before the clock starts."""
@@ -231,37 +257,76 @@ class RankRunner:
         for k in plan.batched:  # and the batches, on no partition
             self.tasks.of(k).warm()
 
-    def run(
-        self, start_time: float, steps: int, on_step: Callable[[int], None] | None
-    ) -> RankResult:
-        """Run ``steps`` steps from ``start_step`` at simulated time ``start_time``."""
-        plan, program = self.plan, self.plan.program
+    def run_segments(
+        self,
+        start_time: float,
+        steps: int,
+        on_step: Callable[[int], None] | None,
+        cuts: Sequence[int] = (),
+        rebalance: Rebalance | None = None,
+    ) -> list[RankResult]:
+        """Run ``steps`` steps from ``start_step``, cut into segments at the steps ``cuts``.
+
+        After each segment but the last, ``rebalance(step, result)`` (collective: every rank
+        calls it) returns a new placement and this rank's blocks under it, or ``None`` to
+        keep the placement; the runner re-plans in place (:meth:`place`) and goes on. One
+        :class:`RankResult` per segment, its times from the segment's start.
+        """
+        program = self.plan.program
+        end = self.start_step + steps
+        bounds = [c for c in sorted(set(cuts)) if self.start_step < c < end] + [end]
         self.warm()
         self.data.Barrier()
-        self.clock.start()
+        results: list[RankResult] = []
         stop = threading.Event()
         watchdog = threading.Thread(target=self.watch.watch, args=(stop,), daemon=True)
-        start_step = self.start_step
+        ctx = Context(self.start_step, start_time)
         with install_listener("numba:compile", self.compiles), self.dispatch.workers():
             watchdog.start()
             try:
-                ctx = Context(start_step, start_time)
-                for step in range(start_step, start_step + steps):
-                    for k, phase in enumerate(program.phases):
-                        self.run_phase(step, k, phase, ctx)
-                    self.work.record()
-                    if on_step is not None:
-                        on_step(step)
-                    if step + 1 < start_step + steps:
-                        ctx = Context(step + 1, ctx.time + program.advance(ctx))
-                self.messenger.finish_sends()
+                for cut in bounds:
+                    self.clock.start()
+                    for step in range(self.start_step, cut):
+                        for k, phase in enumerate(program.phases):
+                            self.run_phase(step, k, phase, ctx)
+                        self.work.record()
+                        if on_step is not None:
+                            on_step(step)
+                        if step + 1 < cut:
+                            ctx = Context(step + 1, ctx.time + program.advance(ctx))
+                    self.messenger.finish_sends()
+                    results.append(self._segment(ctx))
+                    ctx = Context(cut, ctx.time + program.advance(ctx))
+                    if cut == end:
+                        break
+                    self.watch.waiting_for = f"the rebalance at step {cut}"
+                    moved = None if rebalance is None else rebalance(cut, results[-1])
+                    self.watch.progress_at = time.perf_counter()
+                    if moved is None:
+                        self.start_step = cut
+                    else:
+                        self.mail.close()
+                        self.place(program, moved[0], moved[1], cut)
             finally:
                 stop.set()
-        wall = time.perf_counter() - self.clock.t0
         self.mail.close()
-        tally, clocks = self.tally, self.dispatch.clocks
+        return results
+
+    def _segment(self, ctx: Context) -> RankResult:
+        """The result of the segment just run, ending at ``ctx``'s step; the records and
+        counters start afresh for the next one."""
+        plan, program, tally, clocks = (
+            self.plan,
+            self.plan.program,
+            self.tally,
+            self.dispatch.clocks,
+        )
+        wall = time.perf_counter() - self.clock.t0
+        while any(clock.running for clock in clocks[1:]):  # a worker closing its last burst
+            time.sleep(0.0001)
+        compile_seconds, compiled = self.compiles.take()
         main_tasks = clocks[0].main_seconds()
-        return RankResult(
+        result = RankResult(
             plan.rank,
             plan.blocks,
             TaskRecord.from_clocks(clocks),
@@ -282,9 +347,20 @@ class RankRunner:
             self.clock.t0,
             sum(seconds for seconds, _ in self.tasks.gil.values()),
             sum(returns for _, returns in self.tasks.gil.values()),
-            self.compiles.seconds,
-            list(self.compiles.names),
+            compile_seconds,
+            compiled,
         )
+        for clock in clocks:
+            clock.rows.clear()
+            clock.cpu.clear()
+        self.work = WorkLog(plan)
+        self.halos.rounds = dict.fromkeys(plan.plans, 0)
+        self.halos.custom_halo = {}
+        self.tally = self.dispatch.tally = Tally()
+        for part in (self.messenger, self.halos, self.reducer, self.migrator):
+            part.tally = self.tally
+        self.tasks.gil.clear()
+        return result
 
     def run_phase(self, step: int, k: int, phase: Phase, ctx: Context) -> None:
         """Phase ``k`` of ``step`` on this rank: its exchanges, tasks, reduction and
