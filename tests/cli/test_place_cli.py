@@ -4,10 +4,13 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grapeshot.model.synthetic import synthetic_workload
 from grapeshot.model.workload_file import save_workload
-from tests.cli.helpers import run_cli
+from tests.cli.helpers import run_cli, run_main
+from tests.fuzz import fuzz
 
 SPEC = "dambreak:parts=24x24,steps=20"
 
@@ -282,3 +285,133 @@ def test_place_grid_printed_whole_is_refused_with_its_estimate_and_a_file_named(
     r = run_cli(capsys, "place", *grid, "--out", str(out))
     assert r.code == 2 and "needs about" in r.err and "--full" not in r.err
     assert not out.exists()
+
+
+# --ranks / --ranks-per-node: a rank per partition for the user's own MPI code.
+
+
+def _check_ranks(node_of: list[int], rank_of: list[int], per_node: list[int]) -> None:
+    """Every partition on one of its node's ranks (node k's are the block after nodes
+    0..k-1's), each node's partitions spread over its ranks within one."""
+    node_of, rank_of = np.array(node_of), np.array(rank_of)
+    first = np.concatenate([[0], np.cumsum(per_node)])
+    assert rank_of.min() >= 0 and rank_of.max() < first[-1]
+    assert np.all((rank_of >= first[node_of]) & (rank_of < first[node_of + 1]))
+    counts = np.bincount(rank_of, minlength=first[-1])
+    for k in range(len(per_node)):
+        mine = counts[first[k] : first[k + 1]]
+        assert mine.sum() == np.count_nonzero(node_of == k) and np.ptp(mine) <= 1
+
+
+@pytest.mark.parametrize("fmt", ["part", "csv", "npy", "json"])
+def test_place_ranks_writes_a_rank_per_partition(capsys, tmp_path, fmt) -> None:
+    from grapeshot.model.placement import load_placement
+
+    out = tmp_path / f"p.{fmt}"
+    common = ("place", "--synthetic", SPEC, "--machine", "plafrim", "--nodes", "3",
+              "--strategy", "sfc", "--full", "--json")  # fmt: skip
+    r = run_cli(capsys, *common, "--ranks", "12", "--out", str(out))
+    assert r.code == 0, r.err
+    data = r.json()
+    assert (data["ranks"], data["ranks_per_node_min"], data["ranks_per_node_max"]) == (12, 4, 4)
+    assert (data["parts_per_rank_min"], data["parts_per_rank_max"]) == (48, 48)
+    _check_ranks(data["node_of"], data["rank_of"], [4, 4, 4])
+    back = load_placement(out)
+    assert back.node_of.tolist() == data["rank_of"]
+    if fmt != "npy":
+        assert back.per_rank and back.nodes == 12 and back.grid == (24, 24)
+    # The same ranks, as --ranks-per-node, and again and again.
+    again = run_cli(capsys, *common, "--ranks-per-node", "4")
+    assert again.json()["rank_of"] == data["rank_of"]
+    # The ranks' own balance and cut, beside the nodes'.
+    assert data["rank_bytes_cut"] >= data["bytes_cut"] > 0
+    assert data["rank_lif_max"] >= data["rank_lif_mean"] >= 0
+
+
+def test_place_ranks_share_ranks_by_cores_on_mixed_nodes(capsys, tmp_path) -> None:
+    machine = tmp_path / "mixed.toml"
+    machine.write_text('name = "mixed"\nnodes = 3\nnode_cores = [8, 16, 24]\n'
+                       '[node]\nlevels = [["core", 24]]\n')  # fmt: skip
+    r = run_cli(capsys, "place", "--grid", "101x1", "--machine", str(machine), "--ranks", "7",
+                "--strategy", "cyclic", "--full", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    data = r.json()
+    # 7 ranks by cores 8:16:24 is 1.17, 2.33, 3.5: 1, 2, 4 by the largest remainder (ties to
+    # the lower node... 0.5 against 0.33 and 0.17: node 2's).
+    _check_ranks(data["node_of"], data["rank_of"], [1, 2, 4])
+    assert data["ranks_per_node_min"] == 1 and data["ranks_per_node_max"] == 4
+
+
+def test_place_grid_ranks_human_view_and_header(capsys, tmp_path) -> None:
+    out = tmp_path / "p.part"
+    r = run_cli(capsys, "place", "--grid", "16x16", "--machine", "plafrim", "--nodes", "4",
+                "--strategy", "geometric", "--ranks-per-node", "4", "--out", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    assert "16 (4 per node)" in r.out and "partitions per rank" in r.out and "16–16" in r.out
+    lines = out.read_text().splitlines()
+    assert lines[0] == "# grapeshot placement: parts 16x16, 256 partitions, 16 ranks"
+    assert len(lines) == 257
+    # Node 0 (geometric) holds the top-left 8x8 partitions: its 4 ranks, one 4x4 box each.
+    ranks = np.array(lines[1:], dtype=int).reshape(16, 16)
+    assert ranks[:4, :4].tolist() == [[0] * 4] * 4 and ranks[4:8, 4:8].tolist() == [[3] * 4] * 4
+
+
+def test_place_ranks_human_view_of_a_workload(capsys) -> None:
+    r = run_cli(capsys, "place", "--synthetic", SPEC, "--machine", "plafrim", "--nodes", "2",
+                "--ranks", "5")  # fmt: skip
+    assert r.code == 0, r.err
+    for words in ("5 (2–3 per node)", "partitions per rank", "LIF over ranks",
+                  "halo bytes cut between ranks"):  # fmt: skip
+        assert words in r.out, words
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["--ranks", "4", "--ranks-per-node", "2"],
+         "--ranks: given with --ranks-per-node 2; expected one of --ranks, --ranks-per-node"),
+        (["--ranks", "3"], "--ranks: got 3 for 4 nodes; expected at least one rank a node "
+                           "(4 to 2,147,483,647), or fewer --nodes"),
+        (["--ranks", "-4"], "--ranks: got -4 for 4 nodes"),
+        (["--ranks", "3000000000"], "--ranks: got 3000000000 for 4 nodes"),
+        (["--ranks-per-node", "0"], "--ranks-per-node: got 0; expected a positive integer, at "
+                                    "most 2,147,483,647 ranks in all"),
+        (["--ranks-per-node", "1000000000"], "--ranks-per-node: got 1000000000: "
+                                             "4,000,000,000 ranks on 4 nodes"),
+    ],
+)  # fmt: skip
+def test_place_ranks_refusals_before_placing(capsys, tmp_path, args, pattern) -> None:
+    out = tmp_path / "p.part"
+    for source in (["--grid", "8x8"], ["--trace", str(tmp_path / "none.h5")]):
+        r = run_cli(capsys, "place", *source, "--machine", "plafrim", "--nodes", "4", *args,
+                    "--out", str(out))  # fmt: skip
+        assert r.code == 2 and r.err.count("\n") == 1, r.err
+        assert r.err.startswith("grapeshot: error: ") and pattern in r.err, r.err
+    assert not out.exists()
+
+
+def test_place_ranks_refuses_a_node_left_without_a_rank(capsys, tmp_path) -> None:
+    machine = tmp_path / "mixed.toml"
+    machine.write_text('name = "mixed"\nnodes = 2\nnode_cores = [1, 100]\n'
+                       '[node]\nlevels = [["core", 100]]\n')  # fmt: skip
+    r = run_cli(capsys, "place", "--grid", "8x8", "--machine", str(machine), "--ranks", "2")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert "--ranks: got 2: node 0 (1 cores) gets no rank by its share of the cores; " \
+           "expected more ranks, or --ranks-per-node" in r.err  # fmt: skip
+
+
+@fuzz(0.15)
+@given(st.one_of(st.integers(-3, 40), st.integers(2**31 - 3, 2**31 + 3)), st.booleans())
+def test_place_ranks_fuzz(count: int, per_node: bool) -> None:
+    option = "--ranks-per-node" if per_node else "--ranks"
+    result = run_main("place", "--grid", "6x5", "--machine", "cm5", "--nodes", "3",
+                      option, str(count), "--json")  # fmt: skip
+    assert result.code in (0, 2) and "Traceback" not in result.err, result.err
+    if result.code == 2:
+        assert result.err.count("\n") == 1 and result.error.startswith(option), result.err
+        return
+    data = result.json()
+    assert data["ranks"] == (3 * count if per_node else count)
+    # The mean, 30 partitions over the ranks, lies between the fewest and the most.
+    assert data["parts_per_rank_min"] <= 30 // data["ranks"] <= data["parts_per_rank_max"]
+    assert ("ranks get none" in result.err) == (data["parts_per_rank_min"] == 0)

@@ -2,7 +2,9 @@
 
 The placement readers (``.part``, ``.csv``, ``.npy``) and the trace importer (cost and halo
 CSV files) get random bytes, random CSV-like text, and valid files with one field damaged;
-valid files read back exactly what was written. The importer also gets any ``--parts`` and
+valid files read back exactly what was written. Per-rank files get damaged headers over
+random bodies, and one damaged line: read agreeing with their header, or refused naming the
+file and the line. The importer also gets any ``--parts`` and
 ``--cells`` grid (empty, 1-D or 4-D, too large for int64 halo bytes), refused by the options.
 """
 
@@ -16,7 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grapeshot.model.errors import InputError
-from grapeshot.model.placement import Placement, load_placement, save_placement
+from grapeshot.model.placement import (
+    Placement,
+    load_placement,
+    save_placement,
+    split_over_ranks,
+)
 from grapeshot.model.trace_csv import import_trace, read_halo
 from grapeshot.model.workload import Workload
 from tests.fuzz import example_file, fuzz
@@ -96,6 +103,84 @@ def test_placement_one_bad_field(nodes: np.ndarray, fmt: str, data: st.DataObjec
     lines[i] = ",".join(fields)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _placement_or_named_error(path)
+
+
+#: Header lines of per-rank files: the real one's pieces, each perhaps replaced or damaged.
+HEADER_LINES = st.tuples(
+    st.sampled_from(["# grapeshot placement: parts ", "# grapeshot placement:parts ", "#", "# ",
+                     "# grapeshot placement: parts 2x", "#\x00", "# grapeshot placement: "]),
+    st.lists(st.integers(0, 7).map(str) | st.sampled_from(["", "-1", "٣", "9" * 20]),
+             min_size=0, max_size=5).map("x".join),
+    st.sampled_from([", ", ",", ", x", " "]),
+    st.integers(0, 40).map(str) | st.sampled_from(["", "-3", "1e1", "99999999999999999999"]),
+    st.sampled_from([" partitions, ", " partition, ", " partitions,", " parts, ", " partitions "]),
+    st.integers(0, 9).map(str) | st.sampled_from(["", "2147483648", "-1", "0x2"]),
+    st.sampled_from([" ranks", " rank", " ranks ", " ranks\r", " nodes", " ranks,", ""]),
+).map("".join)  # fmt: skip
+
+
+def _per_rank_or_named_line(path: Path) -> None:
+    """A file that opens with ``#`` reads as a per-rank placement that agrees with its
+    header, or is refused naming the file and a line."""
+    try:
+        placement = load_placement(path)
+    except InputError as exc:
+        assert str(exc).startswith(f"{path}: line "), str(exc)
+        return
+    assert placement.per_rank and placement.grid is not None
+    assert math.prod(placement.grid) == placement.n_parts >= 1
+    assert placement.node_of.min() >= 0 and placement.node_of.max() < placement.nodes
+
+
+@SETTINGS
+@given(
+    HEADER_LINES,
+    st.sampled_from(["\n", "\r\n", "\r", ""]),
+    CSVISH,
+    st.sampled_from(["", "partition,rank\n", "rank,partition\n", "partition,node\n"]),
+)
+def test_placement_header_fuzz(header: str, eol: str, body: str, csv_header: str) -> None:
+    _per_rank_or_named_line(example_file(header + eol + body, ".part"))
+    _per_rank_or_named_line(example_file(header + eol + csv_header + body, ".csv"))
+
+
+RANKED = st.tuples(
+    st.sampled_from([(1,), (3,), (2, 3), (4, 1), (2, 2, 2), (1, 5, 2)]),
+    st.integers(1, 4),
+    st.data(),
+)
+
+
+@SETTINGS
+@given(RANKED, st.sampled_from(["part", "csv", "json"]), st.data())
+def test_placement_per_rank_round_trip_and_one_bad_line_fuzz(
+    ranked: tuple, fmt: str, data: st.DataObject
+) -> None:
+    """Per-rank files read back what was written; with one line changed, they read as a
+    placement agreeing with its header or are refused naming a line (a field, for JSON)."""
+    grid, nodes, draw = ranked
+    n = math.prod(grid)
+    node_of = np.array(draw.draw(st.lists(st.integers(0, nodes - 1), min_size=n, max_size=n)))
+    ranks = draw.draw(st.lists(st.integers(1, 3), min_size=nodes, max_size=nodes))
+    placement = split_over_ranks(Placement(node_of, nodes=nodes, strategy="x"), ranks, grid)
+    path = example_file(b"", ".out")  # another extension: the reader recognises the bytes
+    save_placement(path, placement, fmt)
+    back = load_placement(path)
+    assert np.array_equal(back.node_of, placement.node_of) and back.nodes == sum(ranks)
+    assert back.per_rank and back.grid == grid
+    if fmt == "json":
+        return
+    lines = path.read_text().splitlines()
+    i = data.draw(st.integers(0, len(lines) - 1))
+    fields = lines[i].split(",")
+    j = data.draw(st.integers(0, len(fields) - 1))
+    fields[j] = data.draw(BAD_FIELDS | st.sampled_from(["#", "# grapeshot placement: parts 6"]))
+    lines[i] = ",".join(fields)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    if path.read_bytes().lstrip(b"\xef\xbb\xbf").startswith(b"#"):
+        _per_rank_or_named_line(path)
+    else:
+        _placement_or_named_error(path)
 
 
 @SETTINGS

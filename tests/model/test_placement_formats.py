@@ -293,3 +293,154 @@ def test_output_paths_are_checked(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(InputError, match=r"file is not a folder"):
         check_output_path(tmp_path / "file" / "p.part", "--out")
+
+
+# Per-rank placements (place --ranks): a header line that the readers check.
+
+#: 2x3 partitions on 2 nodes of 2 ranks each.
+RANKED = Placement(
+    np.array([0, 0, 1, 2, 3, 3], dtype=np.int32),
+    nodes=4, strategy="geometric", seed=1, grid=(2, 3), per_rank=True,
+)  # fmt: skip
+HEADER = "# grapeshot placement: parts 2x3, 6 partitions, 4 ranks"
+
+
+@pytest.mark.parametrize("fmt", list(PLACEMENT_FORMATS))
+def test_a_per_rank_placement_reads_back(tmp_path: Path, fmt: str, reader: str) -> None:
+    path = tmp_path / f"p{PLACEMENT_FORMATS[fmt]}"
+    save_placement(path, RANKED, fmt, metrics={"nodes": 2})
+    back = load_placement(path)
+    assert np.array_equal(back.node_of, RANKED.node_of)
+    if fmt == "npy":  # no room for a header: ranks read as nodes
+        assert not back.per_rank and back.nodes == 4 and back.grid is None
+        return
+    assert back.per_rank and back.nodes == 4 and back.grid == (2, 3)
+    assert (back.strategy, back.seed) == (("geometric", 1) if fmt == "json" else ("unknown", None))
+    # Under another name, the bytes say what it is.
+    other = tmp_path / "p.txt"
+    save_placement(other, RANKED, fmt)
+    assert load_placement(other).per_rank
+
+
+def test_the_per_rank_files_are_what_the_docs_say(tmp_path: Path) -> None:
+    save_placement(tmp_path / "p.part", RANKED, "part")
+    assert (tmp_path / "p.part").read_text() == HEADER + "\n0\n0\n1\n2\n3\n3\n"
+    save_placement(tmp_path / "p.csv", RANKED, "csv")
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[:4] == [HEADER, "partition,rank", "0,0", "1,0"] and len(lines) == 8
+    save_placement(tmp_path / "p.json", RANKED, "json")
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert (doc["ranks"], doc["parts"], doc["grid"]) == (4, 6, [2, 3])
+    assert doc["rank_of"] == RANKED.node_of.tolist() and "node_of" not in doc
+    one = Placement(np.zeros(1, dtype=int), nodes=1, strategy="x", grid=(1, 1), per_rank=True)
+    save_placement(tmp_path / "one.part", one, "part")
+    assert (tmp_path / "one.part").read_text().splitlines()[0] == (
+        "# grapeshot placement: parts 1x1, 1 partition, 1 rank"
+    )
+    assert load_placement(tmp_path / "one.part").nodes == 1
+
+
+def test_a_rank_without_partitions_still_counts(tmp_path: Path, reader: str) -> None:
+    # The header says 4 ranks: the last one, with no partition, is still a rank of the run.
+    path = tmp_path / "p.part"
+    path.write_text("# grapeshot placement: parts 3, 3 partitions, 4 ranks\r\n0\r\n2\r\n1\r\n")
+    back = load_placement(path)
+    assert back.nodes == 4 and back.node_of.tolist() == [0, 2, 1] and back.grid == (3,)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("# 2x3\n0\n", "line 1: got '# 2x3'; expected a header '# grapeshot placement: parts "
+                       "PXxPY[xPZ], P partitions, N ranks'"),
+        ("# grapeshot placement: parts 2x3, 6 partitions, 4 nodes\n",
+         "line 1: got '# grapeshot placement: parts 2x3, 6 partitions, 4 nodes'"),
+        ("# grapeshot placement: parts 2x3x1x1, 6 partitions, 4 ranks\n", "line 1: got"),
+        ("# grapeshot placement: parts 2x３, 6 partitions, 4 ranks\n", "line 1: got"),
+        ("# grapeshot placement: parts 2x3, 7 partitions, 4 ranks\n0\n",
+         "line 1: says parts 2x3 (6 partitions) and 7 partitions; expected a grid of positive "
+         "sizes whose product is the partition count"),
+        ("# grapeshot placement: parts 0x3, 0 partitions, 4 ranks\n", "line 1: says parts 0x3"),
+        ("# grapeshot placement: parts 2x3, 6 partitions, 0 ranks\n", "line 1: says 0 ranks; "
+                                                                       "expected 1 to 2147483647"),
+        ("# grapeshot placement: parts 2x3, 6 partitions, 2147483648 ranks\n",
+         "line 1: says 2147483648 ranks"),
+        ("#" + "x" * 300 + "\n0\n", "line 1: is longer than 256 bytes"),
+        (HEADER + "\n", "line 1: has nothing after it; expected a per-rank .part file"),
+        (HEADER + "\n\n\n", "line 1: has nothing after it"),
+        (HEADER + "\n0\n0\n1\n2\n3\n", "line 1: says 6 partitions, and the file has 5 lines "
+                                       "after it; expected one per partition"),
+        (HEADER + "\n0\n0\n1\n2\n3\n3\n0\n", "line 1: says 6 partitions, and the file has 7"),
+        (HEADER + "\n0\n0\n4\n2\n3\n3\n", "line 4: got '4'; expected a rank in [0, 3] (line 1 "
+                                          "says 4 ranks)"),
+        (HEADER + "\n0\n\n1\n2\n3\n3\n", "line 3: is blank; expected a rank in [0, 3]"),
+        (HEADER + "\n0\n0\n# x\n", "line 4: got '# x'"),
+        (HEADER + "\n0\n\xff\n", "line 3: is not UTF-8 text"),
+    ],
+)  # fmt: skip
+def test_a_header_that_disagrees_is_refused_naming_the_line(
+    tmp_path: Path, text: str, message: str, reader: str
+) -> None:
+    for suffix in (".part", ".txt"):
+        path = tmp_path / f"p{suffix}"
+        # A lone byte 0xff stands for itself (not UTF-8); the rest is UTF-8 text.
+        path.write_bytes(text.encode("latin-1" if "\xff" in text else "utf-8"))
+        with pytest.raises(InputError) as err:
+            load_placement(path)
+        assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (HEADER + "\n", "line 1: has nothing after it; expected a per-rank placement CSV"),
+        (HEADER + "\npartition,node\n0,0\n", "line 2: names the column 'node'; expected a first "
+                                             "line naming the columns partition,rank"),
+        (HEADER + "\npartition,rank\n", "line 1: says 6 partitions, and the file has 0 rows"),
+        (HEADER + "\npartition,rank\n0,0\n1,0\n2,1\n3,2\n4,3\n5,3\n5,3\n",
+         "line 1: says 6 partitions, and the file has 7 rows"),
+        (HEADER + "\npartition,rank\n0,0\n1,0\n2,1\n3,2\n4,3\n9,3\n",
+         "line 8, column 'partition': got '9'; expected a partition number in [0, 5]"),
+        (HEADER + "\npartition,rank\n0,0\n1,0\n2,1\n3,2\n4,4\n5,3\n",
+         "line 7, column 'rank': got '4'; expected a rank in [0, 3] (line 1 says 4 ranks)"),
+        (HEADER + "\npartition,rank\n0,0\n1,0\n2,1\n3,2\n4,3\n4,3\n",
+         "line 8, column 'partition': repeats partition 4 (line 7)"),
+    ],
+)  # fmt: skip
+def test_a_csv_header_that_disagrees_is_refused_naming_the_line(
+    tmp_path: Path, text: str, message: str, reader: str
+) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_placement(path)
+    assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
+
+
+def test_a_per_rank_csv_in_any_row_order(tmp_path: Path, reader: str) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(HEADER + "\n rank , partition\n0,1\n3,5\n0,0\n\n1,2\n2,3\n3,4\n")
+    back = load_placement(path)
+    assert back.node_of.tolist() == RANKED.node_of.tolist() and back.per_rank
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"grid": None}, "p.json: grid: missing"),
+        ({"grid": [3, 3]}, "p.json: grid: is 3x3, 9 partitions; expected 1 to 3 positive "
+                           "partition counts whose product is 6"),
+        ({"grid": [2, "3"]}, 'p.json: grid: is [2, "3"]'),
+        ({"parts": 7}, "p.json: parts: is 7; expected 6, the ranks in rank_of"),
+        ({"ranks": 3}, "p.json: rank_of: has ranks out of range; expected [0, 3)"),
+        ({"ranks": 4.0}, "p.json: ranks: is 4.0; expected an integer"),
+        ({"ranks": None}, "p.json: ranks: missing"),
+    ],
+)  # fmt: skip
+def test_a_per_rank_json_that_disagrees_is_refused(tmp_path: Path, change, message) -> None:
+    doc = {**RANKED.to_dict(), **change}
+    doc = {k: v for k, v in doc.items() if v is not None}
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError) as err:
+        load_placement(tmp_path / "p.json")
+    assert str(err.value).startswith(f"{tmp_path}/{message}"), str(err.value)

@@ -25,10 +25,13 @@ from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.placement import (
+    MAX_NODES,
+    RANK_SPLIT_BYTES_PER_PARTITION,
     Placement,
     placement_format,
     placement_metrics,
     save_placement,
+    split_over_ranks,
 )
 from grapeshot.model.source import open_workload
 from grapeshot.model.synthetic import describe_kinds
@@ -86,13 +89,32 @@ def place_command(
     nodes: Annotated[
         int | None, typer.Option("--nodes", help="Nodes to use (default: the machine's).")
     ] = None,
+    ranks: Annotated[
+        int | None,
+        typer.Option(
+            "--ranks",
+            help="Write one MPI rank per partition instead of a node, for N ranks in all "
+            "(mpiexec -n N): nodes get ranks in proportion to their cores, in block order "
+            "(node 0 the first ones), and each node's partitions are split over its ranks, "
+            "as many a rank within one, neighbours together (docs/placement.md).",
+        ),
+    ] = None,
+    ranks_per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--ranks-per-node",
+            help="As --ranks, with K ranks on every node (mpiexec -n NODES*K -ppn K).",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
             "--out",
             help="Write the placement here, atomically, in the format of its extension: .json "
             "(grapeshot's, with seed and metrics), .part (METIS-style: line i holds partition "
-            "i's node), .csv (partition,node,core), .npy (int32 node per partition).",
+            "i's node), .csv (partition,node,core), .npy (int32 node per partition). With "
+            "--ranks, ranks instead of nodes, and a .part or .csv opens with a '# grapeshot "
+            "placement: ...' line giving the grid and counts (docs/formats.md).",
         ),
     ] = None,
     out_format: Annotated[
@@ -127,7 +149,9 @@ def place_command(
     halo bytes per step that cross between nodes, how many other nodes each node talks to, and for a
     dynamic strategy the migrations; --out writes the last step's placement. With --grid
     instead of a workload, a static strategy places the bare partition grid and the report
-    gives partitions per node (what your own MPI code reads from --out).
+    gives partitions per node (what your own MPI code reads from --out). With --ranks or
+    --ranks-per-node, --out gives each partition its MPI rank, for your own MPI code
+    (examples/read_part.c).
     """
     if synthetic == "help":
         console.print(describe_kinds(), highlight=False, markup=False)
@@ -150,18 +174,24 @@ def place_command(
     if grid is not None:
         parts = _grid_shape(grid, strategy, trace, synthetic, figure, options)
         m = load_machine(machine, nodes)
-        _place_grid(parts, m, strategy, seed, out, out_format, full, as_json)
+        per_node = _ranks_per_node(m, ranks, ranks_per_node)
+        _place_grid(parts, m, strategy, seed, out, out_format, full, as_json, per_node)
         return
     m = load_machine(machine, nodes)  # before the workload, which may take minutes to build
+    per_node = _ranks_per_node(m, ranks, ranks_per_node)
     with Stages(as_json) as stage:
         stage("building the workload" if synthetic is not None else f"reading {trace}")
         wl = open_workload(trace, synthetic)
-        _check_place_memory(wl, m, strategy, trace, synthetic)
+        _check_place_memory(wl, m, strategy, trace, synthetic, ranked=per_node is not None)
         note = sparse_note(wl.n_parts, m)  # fewer partitions than nodes, or than cores
         if note is not None:
             warn("place", note)
         stage(f"placing {wl.n_parts:,} partitions ({strategy}) and measuring the placement")
         placement, metrics, replay = _place(wl, m, strategy, seed, **options)
+        ranked = None
+        if per_node is not None:
+            stage(f"splitting each node's partitions over its ranks ({per_node.sum():,})")
+            ranked = split_over_ranks(placement, per_node, wl.parts_shape)
     summary = {
         "strategy": strategy,
         "seed": seed,
@@ -181,8 +211,17 @@ def place_command(
         summary["migrations"] = sum(mig.parts for mig in replay.migrations)
         summary["migrated_bytes"] = replay.migrated_bytes
         summary["rebalances"] = len(replay.migrations)
+    if ranked is not None:
+        summary.update(_rank_summary(ranked, per_node))
+        # The ranks' own balance and cut: ranks as equal "nodes" (a rank is one core's work).
+        by_rank = placement_metrics(ranked, wl)
+        summary.update(
+            rank_lif_mean=by_rank.lif_mean,
+            rank_lif_max=by_rank.lif_max,
+            rank_bytes_cut=by_rank.bytes_cut,
+        )
     if out is not None:
-        save_placement(out, placement, out_format, metrics=summary)
+        save_placement(out, placement if ranked is None else ranked, out_format, metrics=summary)
     if figure is not None:
         from grapeshot.report.figures import node_load_figure, save_figure
 
@@ -194,7 +233,7 @@ def place_command(
         )
         save_figure(fig, figure)
     if as_json:
-        emit_json({**summary, **({"node_of": placement.node_of} if full else {})})
+        emit_json({**summary, **(_lists(placement, ranked) if full else {})})
         return
     counts = placement.counts()
     table = Table(title=f"{strategy} on {m.nodes} × {m.name} (seed {seed})")
@@ -212,6 +251,11 @@ def place_command(
         moved = sum(mig.parts for mig in replay.migrations)
         table.add_row("migrations", f"{moved} partitions in {len(replay.migrations)} rebalances")
         table.add_row("state bytes migrated", f"{replay.migrated_bytes:,}")
+    _rank_rows(table, summary)
+    if ranked is not None:
+        table.add_row("LIF over ranks, mean / max", f"{summary['rank_lif_mean']:.4f} / "
+                      f"{summary['rank_lif_max']:.4f}")  # fmt: skip
+        table.add_row("halo bytes cut between ranks", f"{summary['rank_bytes_cut']:,}")
     console.print(table)
     for label, path in (("placement", out), ("figure", figure)):
         if path is not None:
@@ -244,17 +288,21 @@ def _grid_shape(grid, strategy, trace, synthetic, figure, options) -> tuple[int,
     return parts
 
 
-def _place_grid(parts, m, strategy, seed, out, out_format, full, as_json) -> None:
-    """``place --grid``: place the bare grid ``parts``, write it, report partitions per node."""
+def _place_grid(parts, m, strategy, seed, out, out_format, full, as_json, per_node) -> None:
+    """``place --grid``: place the bare grid ``parts``, write it, report partitions per node
+    (and per rank, split over the ranks ``per_node`` of each node unless None)."""
     from grapeshot.model.memory import check_memory, grid_placement_bytes
 
     n = math.prod(parts)
     grid = "x".join(map(str, parts))
-    # --full --json prints every node number as a Python integer at once (files are
-    # written a chunk at a time).
+    # --full --json prints every node number (and rank) as a Python integer at once (files
+    # are written a chunk at a time).
     whole = full and as_json
+    need = grid_placement_bytes(n, whole=whole)
+    if per_node is not None:
+        need = need * (2 if whole else 1) + RANK_SPLIT_BYTES_PER_PARTITION * n
     check_memory(
-        grid_placement_bytes(n, whole=whole), f"--grid {grid}", "to place it",
+        need, f"--grid {grid}", "to place it",
         "fewer partitions" + (", or --out FILE rather than --full --json" if whole else ""),
     )  # fmt: skip
     note = sparse_note(n, m)
@@ -275,24 +323,113 @@ def _place_grid(parts, m, strategy, seed, out, out_format, full, as_json) -> Non
             "parts_per_node_min": int(counts.min()),
             "parts_per_node_max": int(counts.max()),
         }
+        ranked = None
+        if per_node is not None:
+            stage(f"splitting each node's partitions over its ranks ({per_node.sum():,})")
+            ranked = split_over_ranks(placement, per_node, parts)
+            summary.update(_rank_summary(ranked, per_node))
         if out is not None:
             stage(f"writing {out}")
-            save_placement(out, placement, out_format, metrics=summary)
+            save_placement(
+                out, placement if ranked is None else ranked, out_format, metrics=summary
+            )
     if as_json:
-        emit_json({**summary, **({"node_of": placement.node_of} if full else {})})
+        emit_json({**summary, **(_lists(placement, ranked) if full else {})})
         return
     table = Table(title=f"{strategy} on {m.nodes} × {m.name} (seed {seed})")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_row("partitions", f"{grid} = {n:,} ({n / m.total_cores:.2f} per core)")
     table.add_row("partitions per node", f"{counts.min():,}–{counts.max():,}")
+    _rank_rows(table, summary)
     console.print(table)
     console.print("a bare grid: no costs or halos (--trace or --synthetic for loads and halos)")
     if out is not None:
         console.print(f"placement written to {out}")
 
 
-def _check_place_memory(wl, m, strategy, trace, synthetic) -> None:
+def _ranks_per_node(m, ranks: int | None, ranks_per_node: int | None) -> np.ndarray | None:
+    """The ranks of each node that ``--ranks N`` or ``--ranks-per-node K`` ask for (None
+    without either), checked before anything is placed.
+
+    ``--ranks N`` shares the ranks in proportion to the nodes' cores, as partitions are
+    (the one quota rule: ``N / nodes`` each on equal nodes, the first nodes one more when
+    it does not divide); ``--ranks-per-node K`` gives every node ``K``. Every node needs a
+    rank, since it holds partitions.
+    """
+    if ranks is None and ranks_per_node is None:
+        return None
+    if ranks is not None and ranks_per_node is not None:
+        raise InputError(
+            "--ranks", f"given with --ranks-per-node {ranks_per_node}",
+            "one of --ranks, --ranks-per-node",
+        )  # fmt: skip
+    if ranks_per_node is not None:
+        total = ranks_per_node * m.nodes
+        if not 1 <= total <= MAX_NODES:
+            got = f"got {ranks_per_node}"
+            if total > MAX_NODES:
+                got += f": {total:,} ranks on {m.nodes:,} nodes"
+            raise InputError(
+                "--ranks-per-node", got, f"a positive integer, at most {MAX_NODES:,} ranks in all"
+            )
+        return np.full(m.nodes, ranks_per_node, dtype=np.int64)
+    if not m.nodes <= ranks <= MAX_NODES:
+        raise InputError(
+            "--ranks", f"got {ranks} for {m.nodes:,} nodes",
+            f"at least one rank a node ({m.nodes:,} to {MAX_NODES:,}), or fewer --nodes",
+        )  # fmt: skip
+    from grapeshot.place.quota import quotas
+
+    cores = m.cores()
+    per_node = quotas(ranks, cores)
+    if per_node.min() < 1:
+        node = int(np.argmin(per_node))
+        raise InputError(
+            "--ranks", f"got {ranks}: node {node} ({cores[node]} cores) gets no rank by its "
+            f"share of the cores", "more ranks, or --ranks-per-node",
+        )  # fmt: skip
+    return per_node
+
+
+def _rank_summary(ranked: Placement, per_node: np.ndarray) -> dict[str, int]:
+    """The facts ``--ranks`` adds to the report: ranks, and partitions per rank; a note on
+    standard error if some ranks get none."""
+    fewest, most = ranked.count_range()
+    if fewest == 0:
+        warn(
+            "place",
+            f"{ranked.n_parts:,} partitions on {ranked.nodes:,} ranks: some ranks get none "
+            "and idle; fewer ranks, or a finer partition grid",
+        )
+    return {
+        "ranks": ranked.nodes,
+        "ranks_per_node_min": int(per_node.min()),
+        "ranks_per_node_max": int(per_node.max()),
+        "parts_per_rank_min": fewest,
+        "parts_per_rank_max": most,
+    }
+
+
+def _rank_rows(table: Table, summary: dict) -> None:
+    """The rows of :func:`_rank_summary` in the human view, if ranks were asked for."""
+    if "ranks" not in summary:
+        return
+    low, high = summary["ranks_per_node_min"], summary["ranks_per_node_max"]
+    per_node = f"{low:,}" if low == high else f"{low:,}–{high:,}"
+    table.add_row("MPI ranks", f"{summary['ranks']:,} ({per_node} per node)")
+    table.add_row(
+        "partitions per rank",
+        f"{summary['parts_per_rank_min']:,}–{summary['parts_per_rank_max']:,}",
+    )
+
+
+def _lists(placement: Placement, ranked: Placement | None) -> dict[str, np.ndarray]:
+    """What ``--full`` adds to ``--json``: the node of each partition, and its rank."""
+    return {"node_of": placement.node_of, **({"rank_of": ranked.node_of} if ranked else {})}
+
+
+def _check_place_memory(wl, m, strategy, trace, synthetic, *, ranked: bool) -> None:
     """Refuse, before placing, a workload whose placement and metrics need more memory than
     the machine has (a synthetic SPEC's build is checked by itself, before it is built)."""
     from grapeshot.model.memory import check_memory, placement_bytes
@@ -301,7 +438,7 @@ def _check_place_memory(wl, m, strategy, trace, synthetic) -> None:
     need = placement_bytes(
         wl.n_parts, wl.n_steps, len(wl.halo.indices), m.nodes,
         replay=strategy in DYNAMIC_STRATEGIES,
-    )  # fmt: skip
+    ) + (RANK_SPLIT_BYTES_PER_PARTITION * wl.n_parts if ranked else 0)  # fmt: skip
     where = f"--trace {trace}" if trace is not None else f"--synthetic {synthetic}"
     check_memory(need, where, "to place and measure it", "fewer partitions or steps")
 

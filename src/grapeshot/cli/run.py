@@ -76,10 +76,12 @@ def placed_strategy(placement: Path | None, strategy: str | None, n_parts: int, 
             f"{n_parts}, the program's (--parts, or place --synthetic with the same parts)",
         )
     if fixed.nodes != ranks:
+        unit = "ranks" if fixed.per_rank else "nodes"
         raise InputError(
             f"--placement {placement}",
-            f"is for {fixed.nodes} nodes",
-            f"{ranks}, the ranks of this run (mpiexec -n {fixed.nodes}, one rank per node)",
+            f"is for {fixed.nodes} {unit}",
+            f"{ranks}, the ranks of this run (mpiexec -n {fixed.nodes}"
+            + (")" if fixed.per_rank else ", one rank per node)"),
         )
     return fixed_strategy(fixed.node_of)
 

@@ -90,15 +90,26 @@ def _record_facts(path: Path) -> dict[str, Any] | None:
 
 
 def _placement_facts(placement: Placement) -> dict[str, Any]:
-    """What any placement file says: its strategy and seed (``.json`` only), its sizes."""
-    counts = placement.counts()
+    """What any placement file says: its strategy and seed (``.json`` only), its sizes; of a
+    per-rank placement (``place --ranks``), its ranks and grid instead of nodes and cores."""
+    fewest, most = placement.count_range()
+    if placement.per_rank:
+        return {
+            "strategy": placement.strategy,
+            "seed": placement.seed,
+            "ranks": placement.nodes,
+            "grid": list(placement.grid or ()),
+            "parts": placement.n_parts,
+            "parts_per_rank_min": fewest,
+            "parts_per_rank_max": most,
+        }
     return {
         "strategy": placement.strategy,
         "seed": placement.seed,
         "nodes": placement.nodes,
         "parts": placement.n_parts,
-        "parts_per_node_min": int(counts.min()),
-        "parts_per_node_max": int(counts.max()),
+        "parts_per_node_min": fewest,
+        "parts_per_node_max": most,
         "has_cores": placement.core_of is not None,
     }
 
@@ -416,6 +427,7 @@ _WHAT = {
     "trace": "a workload trace (HDF5): cost per partition per step and the halo graph",
     "run record": "a run record (HDF5) of grapeshot run --record; also a trace",
     "placement": "a placement of grapeshot place --out: partition → node",
+    "rank placement": "a per-rank placement of grapeshot place --ranks --out: partition → MPI rank",
     "timeline": "a Chrome-trace timeline (JSON); open it in Perfetto",
     "mapping": "a result of grapeshot map --out (JSON): tasks mapped onto cores",
     "repro result": "a result of grapeshot repro (JSON): the paper's values beside ours",
@@ -458,7 +470,8 @@ def show_command(
     if as_json:
         emit_json({"file": str(file), "kind": kind, **facts})
         return
-    console.print(f"{file}: {_WHAT[kind]}", highlight=False, markup=False, soft_wrap=True)
+    what = _WHAT["rank placement" if kind == "placement" and "ranks" in facts else kind]
+    console.print(f"{file}: {what}", highlight=False, markup=False, soft_wrap=True)
     table = Table(box=box.SIMPLE)
     table.add_column("field")
     table.add_column("value", justify="right")

@@ -469,6 +469,12 @@ def simulate_command(
         from grapeshot.model.placement import load_placement
 
         fixed = load_placement(placement)
+        if fixed.per_rank:
+            raise InputError(
+                f"--placement {placement}",
+                f"places partitions on {fixed.nodes} MPI ranks (grapeshot place --ranks)",
+                "a placement on the machine's nodes (grapeshot place without --ranks)",
+            )
         nodes = fixed.nodes if nodes is None else nodes
     strategy = "geometric,birdshot" if strategy is None else strategy
     strategies = [s.strip() for s in strategy.split(",") if s.strip()]

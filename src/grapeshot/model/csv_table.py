@@ -24,6 +24,7 @@ import csv
 import io
 import itertools
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,10 @@ MAX_FIELD = 64
 MAX_DIGITS = 18
 #: Files of this size and more, of plain integer rows, are read by the compiled scanner.
 PLAIN_MIN_BYTES = 1 << 20
+#: A line's end, in the text and in the bytes of a file: ``\n``, ``\r\n`` or a lone ``\r``
+#: (what both readers take for one).
+_EOL = re.compile(r"\r\n?|\n")
+_EOL_BYTES = re.compile(rb"\r\n?|\n")
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,25 @@ def _text_start(data: bytes) -> int:
     return len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
 
 
+def _after_lines(text: str | bytes, start: int, lines: int) -> int:
+    """Where the text (or bytes) ``text`` goes on after the ``lines`` lines from ``start``
+    (each ended by ``\n``, ``\r\n`` or ``\r``; the end of ``text`` if it has fewer)."""
+    for _ in range(lines):
+        end = _EOL.search(text, start) if isinstance(text, str) else _EOL_BYTES.search(text, start)
+        if end is None:
+            return len(text)
+        start = end.end()
+    return start
+
+
+def _nothing_after(where: str, start_line: int, what: str) -> InputError:
+    """The refusal of a file with nothing (but blank lines) after the lines its caller read
+    (a header: ``start_line > 1``), or of an empty file."""
+    if start_line > 1:
+        return InputError(f"{where}: line {start_line - 1}", "has nothing after it", what)
+    return InputError(where, "is empty", what)
+
+
 def _plain_rows(
     data: bytes, columns: Sequence[Column], start: int, first_line: int, blank: bool
 ) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -199,22 +223,24 @@ def _plain_rows(
     return values, lines
 
 
-def _plain_table(data: bytes, columns: Sequence[Column], where: str) -> Table | None:
-    """:func:`read_table` of a file of plain integer rows under a plain header on its first
-    line, by the compiled scanner (:func:`_plain_rows`); None for any other file."""
+def _plain_table(
+    data: bytes, columns: Sequence[Column], where: str, start_line: int = 1
+) -> Table | None:
+    """:func:`read_table` of a file of plain integer rows under a plain header on line
+    ``start_line``, by the compiled scanner (:func:`_plain_rows`); None for any other file."""
     if len(data) < PLAIN_MIN_BYTES:
         return None
-    start = _text_start(data)
+    start = _after_lines(data, _text_start(data), start_line - 1)
     stop = data.find(b"\n", start)
     head = data[start:stop].removesuffix(b"\r")
     if stop < 0 or not head.isascii() or any(c in head for c in b'"\r\x00'):
         return None
     row = head.decode("ascii").split(",")
     try:
-        order = [] if _blank(row) else _header(row, 1, columns, where)
+        order = [] if _blank(row) else _header(row, start_line, columns, where)
     except InputError:
         return None
-    plain = _plain_rows(data, order, stop + 1, 2, blank=True) if order else None
+    plain = _plain_rows(data, order, stop + 1, start_line + 1, blank=True) if order else None
     if plain is None:
         return None
     values, lines = plain
@@ -222,7 +248,7 @@ def _plain_table(data: bytes, columns: Sequence[Column], where: str) -> Table | 
     return Table(
         where=where,
         columns=columns_read,
-        lines=ConsecutiveLines(2, values.shape[1]) if lines is None else lines,
+        lines=ConsecutiveLines(start_line + 1, values.shape[1]) if lines is None else lines,
     )
 
 
@@ -380,7 +406,9 @@ def _header(row: list[str], line: int, columns: Sequence[Column], where: str) ->
     return order
 
 
-def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: str) -> Table:
+def read_table(
+    path: str | os.PathLike[str], columns: Sequence[Column], what: str, *, start_line: int = 1
+) -> Table:
     """Read a headed CSV file: a header naming ``columns`` (any order), then rows.
 
     Blank lines are skipped anywhere (a row is keyed by its values, not its position).
@@ -393,6 +421,9 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
         The columns it may have; the header must name every required one.
     what
         What the file is, for messages: ``"a cost CSV file (step,partition,seconds)"``.
+    start_line
+        The 1-based line the CSV starts on: the lines before it (a comment header the
+        caller has read) are skipped, and every message counts them.
 
     Raises
     ------
@@ -401,10 +432,13 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
     """
     where = str(path)
     data = read_bytes(path, what, TEXT_READ_BYTES_PER_BYTE)
-    if (table := _plain_table(data, columns, where)) is not None:
+    if (table := _plain_table(data, columns, where, start_line)) is not None:
         return table
+    # The whole text is decoded, so that a bad byte anywhere is named by its line.
     text = decode_utf8(data, where, what)
     del data
+    text = text[_after_lines(text, 0, start_line - 1) :]
+    skipped = start_line - 1  # lines before the text the csv reader counts
     # strict: a quote left open or text after a closing quote is an error, not a value.
     reader = csv.reader(_lines(text, ""), strict=True)
     order: list[Column] | None = None
@@ -440,17 +474,17 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
         width = 0
         for row in reader:
             if not _blank(row):
-                order = _header(row, reader.line_num, columns, where)
+                order = _header(row, skipped + reader.line_num, columns, where)
                 width = len(order)
                 break
         if '"' in text:  # a quoted field may span lines: row by row, with csv's line count
             for row in reader:
-                take(row, reader.line_num)
+                take(row, skipped + reader.line_num)
         else:
             # Unquoted, a row is a line: rows a chunk at a time, and a chunk whose rows all
             # have the header's width (the common file) taken whole.
             while batch := list(itertools.islice(reader, CHUNK_ROWS)):
-                first = reader.line_num - len(batch) + 1
+                first = skipped + reader.line_num - len(batch) + 1
                 if set(map(len, batch)) == {width}:
                     rows.extend(batch)
                     lines.extend(range(first, first + len(batch)))
@@ -459,9 +493,10 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
                     for i, row in enumerate(batch):
                         take(row, first + i)
     except csv.Error as exc:
-        raise InputError(f"{where}: line {reader.line_num}", f"is not CSV ({exc})", what) from None
+        line = skipped + reader.line_num
+        raise InputError(f"{where}: line {line}", f"is not CSV ({exc})", what) from None
     if order is None:
-        raise InputError(where, "is empty", what)
+        raise _nothing_after(where, start_line, what)
     flush()
     kinds = {c.name: (np.int64 if c.integer else np.float64) for c in order}
     return Table(
@@ -471,11 +506,14 @@ def read_table(path: str | os.PathLike[str], columns: Sequence[Column], what: st
     )
 
 
-def read_lines(path: str | os.PathLike[str], column: Column, what: str) -> np.ndarray:
-    """Read a file of one value a line, line ``i + 1`` holding value ``i``.
+def read_lines(
+    path: str | os.PathLike[str], column: Column, what: str, *, start_line: int = 1
+) -> np.ndarray:
+    """Read a file of one value a line, line ``i + start_line`` holding value ``i``.
 
     A line's position is its meaning, so a blank line inside the file is refused; blank
-    lines at the end (an editor's last newline) are not lines of the file.
+    lines at the end (an editor's last newline) are not lines of the file. The lines before
+    ``start_line`` (a header the caller has read) are skipped, and messages count them.
 
     Returns
     -------
@@ -489,14 +527,16 @@ def read_lines(path: str | os.PathLike[str], column: Column, what: str) -> np.nd
     """
     where = str(path)
     data = read_bytes(path, what, TEXT_READ_BYTES_PER_BYTE)
-    if (plain := _plain_rows(data, [column], _text_start(data), 1, blank=False)) is not None:
+    start = _after_lines(data, _text_start(data), start_line - 1)
+    if (plain := _plain_rows(data, [column], start, start_line, blank=False)) is not None:
         return plain[0][0]
-    text = decode_utf8(data, where, what).rstrip()
+    text = decode_utf8(data, where, what)
     del data
+    text = text[_after_lines(text, 0, start_line - 1) :].rstrip()
     if not text:
-        raise InputError(where, "is empty", what)
+        raise _nothing_after(where, start_line, what)
     chunks: list[np.ndarray] = []
-    start = 1
+    start = start_line
     lines: Iterable[str] = _lines(text, None)  # \n, \r\n and \r alike
     while batch := list(itertools.islice(lines, CHUNK_ROWS)):
         # Without their newlines, bare digits take convert's C-speed path (with them, every

@@ -12,12 +12,20 @@ JSON, which keeps everything, or one of three files any language reads without a
 (a METIS-style ``.part`` file, a ``.csv`` table, a NumPy ``.npy`` array), which keep the node
 of every partition (the ``.csv`` also its core) but not the strategy, the seed or the number
 of nodes. :func:`load_placement` reads all four back.
+
+A per-rank placement (:func:`split_over_ranks`, ``grapeshot place --ranks``) gives each
+partition an MPI rank instead of a node: what the user's own MPI code owns. Its ``.part`` and
+``.csv`` files open with a comment line, :func:`rank_header`, that says the partition grid,
+the partition count and the rank count, which the readers check against the rows.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,24 +60,31 @@ _CHUNK = 1 << 20
 #: in a fresh process (about 0.7 s): ``show`` took 1.8 s either way on a 25 MB file of 2.4M
 #: partitions, 6.0 s against 2.8 s on a 100 MB one.
 JSON_SCAN_MIN_BYTES = 32 << 20
+#: Most axes of a partition grid a placement names.
+MAX_GRID_AXES = 3
 
 
 @dataclass(frozen=True, eq=False)
 class Placement:
-    """Which node (and optionally which core) each partition runs on.
+    """Which node (and optionally which core) each partition runs on, or which MPI rank.
 
     Parameters
     ----------
     node_of
-        int32, shape ``(P,)``: node of each partition.
+        int32, shape ``(P,)``: node of each partition (its rank, if ``per_rank``).
     nodes
-        Number of nodes of the machine placed on.
+        Number of nodes of the machine placed on (of ranks, if ``per_rank``).
     strategy
         Name of the strategy that made it.
     seed
         Seed it was made with (``None`` for deterministic strategies given no seed).
     core_of
         Optional int32, shape ``(P,)``: core within the node, where a strategy decides it.
+    grid
+        The partition grid (1 to 3 sizes whose product is ``P``; partitions numbered in C
+        order), where known; required if ``per_rank``.
+    per_rank
+        Whether ``node_of`` holds MPI ranks, ``nodes`` of them (:func:`split_over_ranks`).
     """
 
     node_of: np.ndarray
@@ -77,17 +92,24 @@ class Placement:
     strategy: str
     seed: int | None = None
     core_of: np.ndarray | None = None
+    grid: tuple[int, ...] | None = None
+    per_rank: bool = False
 
     def __post_init__(self) -> None:
         node_of = np.asarray(self.node_of)
+        unit = "rank" if self.per_rank else "node"
         if node_of.ndim != 1 or not np.issubdtype(node_of.dtype, np.integer):
-            raise InputError("node_of", f"has shape {node_of.shape}", "a 1-D integer array")
+            raise InputError(f"{unit}_of", f"has shape {node_of.shape}", "a 1-D integer array")
         if not 1 <= self.nodes <= MAX_NODES:
             # node_of is stored as int32: a larger node number would wrap around silently.
-            raise InputError("nodes", f"got {self.nodes}", f"an integer in [1, {MAX_NODES}]")
+            raise InputError(f"{unit}s", f"got {self.nodes}", f"an integer in [1, {MAX_NODES}]")
         if len(node_of) and (node_of.min() < 0 or node_of.max() >= self.nodes):
-            raise InputError("node_of", "has nodes out of range", f"[0, {self.nodes})")
+            raise InputError(f"{unit}_of", f"has {unit}s out of range", f"[0, {self.nodes})")
         object.__setattr__(self, "node_of", node_of.astype(np.int32, copy=False))
+        if self.grid is not None:
+            object.__setattr__(self, "grid", _check_grid(self.grid, len(node_of), "grid"))
+        elif self.per_rank:
+            raise InputError("grid", "missing from a per-rank placement", "its partition grid")
         if self.core_of is not None:
             core_of = np.asarray(self.core_of)
             if core_of.shape != node_of.shape or not np.issubdtype(core_of.dtype, np.integer):
@@ -112,23 +134,64 @@ class Placement:
             counts += np.bincount(self.node_of[lo : lo + _CHUNK], minlength=self.nodes)
         return counts
 
+    def count_range(self) -> tuple[int, int]:
+        """Fewest and most partitions on a node (a rank, if ``per_rank``): the least and
+        largest of :meth:`counts`, without its array of every node where nodes outnumber
+        partitions (a file may name node 2**31 - 2: 16 GiB of counts for one partition)."""
+        if self.nodes <= self.n_parts:
+            counts = self.counts()
+            return int(counts.min()), int(counts.max())
+        _, counts = np.unique(self.node_of, return_counts=True)
+        return 0, int(counts.max(initial=0))
+
+    @property
+    def list_key(self) -> str:
+        """The JSON key of ``node_of``: ``rank_of`` in a per-rank placement."""
+        return "rank_of" if self.per_rank else "node_of"
+
     def to_dict(self, lists: bool = True) -> dict[str, Any]:
-        """JSON-ready form (the placement file); without ``node_of`` and ``core_of`` if not
-        ``lists``."""
+        """JSON-ready form (the placement file); without ``node_of`` (``rank_of``) and
+        ``core_of`` if not ``lists``."""
         out: dict[str, Any] = {
             "format": "grapeshot-placement",
             "version": 1,
             "strategy": self.strategy,
             "seed": self.seed,
-            "nodes": self.nodes,
+            "ranks" if self.per_rank else "nodes": self.nodes,
             "parts": self.n_parts,
         }
+        if self.grid is not None:
+            out["grid"] = list(self.grid)
         if not lists:
             return out
-        out["node_of"] = self.node_of.tolist()
+        out[self.list_key] = self.node_of.tolist()
         if self.core_of is not None:
             out["core_of"] = self.core_of.tolist()
         return out
+
+
+def _check_grid(grid: Any, n_parts: int, where: str) -> tuple[int, ...]:
+    """``grid`` as a tuple of 1 to :data:`MAX_GRID_AXES` positive sizes whose product is
+    ``n_parts``; refuses anything else, naming ``where``."""
+    expected = f"1 to {MAX_GRID_AXES} positive partition counts whose product is {n_parts}"
+    sizes = tuple(grid) if isinstance(grid, list | tuple) else ()
+    if not 1 <= len(sizes) <= MAX_GRID_AXES or any(
+        not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1 for k in sizes
+    ):
+        try:
+            shown = json_text(grid)
+        except (TypeError, ValueError):
+            shown = repr(grid)
+        raise InputError(where, f"is {shown[:40]}", expected)
+    sizes = tuple(int(k) for k in sizes)
+    if math.prod(sizes) != n_parts:
+        raise InputError(where, f"is {_grid_text(sizes)}, {math.prod(sizes)} partitions", expected)
+    return sizes
+
+
+def _grid_text(grid: Sequence[int]) -> str:
+    """``16x16``: a grid as the header and ``--grid`` write it."""
+    return "x".join(map(str, grid))
 
 
 #: The placement file formats and the file extension that selects each (docs/formats.md).
@@ -142,6 +205,94 @@ NO_CORE = -1
 #: (MPI ranks are C ints).
 NPY_DTYPE = np.dtype("<i4")
 _NODE = f"a node number in [0, {MAX_NODES - 1}]"
+#: The header of a per-rank CSV placement, after its comment line (:func:`rank_header`).
+RANK_CSV_HEADER = "partition,rank"
+#: The comment line that opens a per-rank ``.part`` or ``.csv`` file, as written: ``parts``
+#: the grid (C order), then the partition and rank counts.
+RANK_HEADER_FORM = "# grapeshot placement: parts PXxPY[xPZ], P partitions, N ranks"
+#: The same, as read: ASCII digits only; ``partition`` and ``rank`` in the singular too;
+#: blanks (and a ``\r``) at the end of the line are ignored.
+_COUNT = "([0-9]{1,18})"
+_RANK_HEADER = re.compile(
+    rf"# grapeshot placement: parts ([0-9]{{1,18}}(?:x[0-9]{{1,18}}){{0,{MAX_GRID_AXES - 1}}}), "
+    rf"{_COUNT} partitions?, {_COUNT} ranks?",
+    re.ASCII,
+)
+#: Longest first line read as a header (the longest grapeshot writes is about 110 bytes).
+_HEADER_MAX_BYTES = 256
+
+
+@dataclass(frozen=True)
+class RankHeader:
+    """What the comment line of a per-rank ``.part`` or ``.csv`` file says.
+
+    Attributes
+    ----------
+    grid
+        The partition grid (C order), 1 to 3 positive sizes.
+    parts
+        Partitions, the product of ``grid``: rows the file must have.
+    ranks
+        MPI ranks the placement is for: every rank in the file is in ``[0, ranks)``.
+    """
+
+    grid: tuple[int, ...]
+    parts: int
+    ranks: int
+
+
+def rank_header(placement: Placement) -> str:
+    """The comment line that opens a per-rank placement's ``.part`` and ``.csv`` files:
+    ``# grapeshot placement: parts 16x16, 256 partitions, 4 ranks`` (no newline)."""
+    if not placement.per_rank or placement.grid is None:
+        raise InputError("placement", "is not per-rank", "a placement of split_over_ranks")
+    n, ranks = placement.n_parts, placement.nodes
+    return (
+        f"# grapeshot placement: parts {_grid_text(placement.grid)}, "
+        f"{n} partition{'s' if n != 1 else ''}, {ranks} rank{'s' if ranks != 1 else ''}"
+    )
+
+
+def read_rank_header(path: str | os.PathLike[str]) -> RankHeader | None:
+    """The header of a per-rank ``.part`` or ``.csv`` file: its first line if it starts with
+    ``#`` (after a byte-order mark), else None (a placement on nodes, or another file).
+
+    Raises
+    ------
+    InputError
+        ``"<path>: line 1: ..."`` for a first line that starts with ``#`` and is not
+        :data:`RANK_HEADER_FORM` with its counts agreeing, or a file that cannot be read.
+    """
+    where = str(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_HEADER_MAX_BYTES + 8)
+    except OSError as exc:
+        raise InputError(where, f"cannot read ({exc.strerror or exc})", None) from None
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    if not head.startswith(b"#"):
+        return None
+    label, expected = f"{where}: line 1", f"a header {RANK_HEADER_FORM!r}"
+    end = re.search(rb"[\r\n]", head)
+    if end is None and len(head) > _HEADER_MAX_BYTES:
+        raise InputError(label, f"is longer than {_HEADER_MAX_BYTES} bytes", expected)
+    raw = head if end is None else head[: end.start()]
+    text = raw.decode("utf-8", "replace").rstrip(" \t")
+    match = _RANK_HEADER.fullmatch(text)
+    if match is None:
+        shown = repr(text if len(text) <= 60 else text[:60] + "…")
+        raise InputError(label, f"got {shown}", expected)
+    grid = tuple(int(k) for k in match[1].split("x"))
+    parts, ranks = int(match[2]), int(match[3])
+    if min(grid) < 1 or math.prod(grid) != parts:
+        raise InputError(
+            label,
+            f"says parts {match[1]} ({math.prod(grid)} partitions) and {parts} partitions",
+            "a grid of positive sizes whose product is the partition count",
+        )
+    if not 1 <= ranks <= MAX_NODES:
+        raise InputError(label, f"says {ranks} ranks", f"1 to {MAX_NODES} ranks")
+    return RankHeader(grid=grid, parts=parts, ranks=ranks)
 
 
 def placement_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
@@ -182,7 +333,9 @@ def save_placement(
         What to write.
     fmt
         A name of :data:`PLACEMENT_FORMATS`: ``json`` (everything, and ``extra``), ``part``
-        (one node a line), ``csv`` (``partition,node,core``), ``npy`` (int32 nodes).
+        (one node a line), ``csv`` (``partition,node,core``), ``npy`` (int32 nodes). A
+        per-rank placement writes ranks: its ``.part`` and ``.csv`` open with
+        :func:`rank_header`, and its ``.csv`` is ``partition,rank``.
     extra
         Fields the JSON adds, such as ``metrics``; the other formats have no room for them.
     """
@@ -194,7 +347,7 @@ def save_placement(
 def _save_json(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
     # The document's text with a marker where each list goes, the lists written into it a
     # chunk at a time: the bytes json.dumps gives, without a Python int per partition.
-    lists = {"node_of": placement.node_of, "core_of": placement.core_of}
+    lists = {placement.list_key: placement.node_of, "core_of": placement.core_of}
     marks = {key: f"@grapeshot-list-{key}@" for key, values in lists.items() if values is not None}
     text = json_text({**placement.to_dict(lists=False), **marks, **extra}) + "\n"
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
@@ -222,7 +375,9 @@ def _int_text(*columns: np.ndarray, end: bytes = b"\n") -> memoryview:
 def _save_part(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
     node_of = placement.node_of
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        if not node_of.size:
+        if placement.per_rank:
+            fh.write(rank_header(placement).encode("ascii") + b"\n")
+        elif not node_of.size:
             fh.write(b"\n")
         # A chunk at a time: the text of the whole placement at once would be 1 GB at 10^8.
         for lo in range(0, node_of.size, _CHUNK):
@@ -232,6 +387,13 @@ def _save_part(path: str | os.PathLike[str], placement: Placement, extra: dict[s
 def _save_csv(path: str | os.PathLike[str], placement: Placement, extra: dict[str, Any]) -> None:
     node_of, core_of = placement.node_of, placement.core_of
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        if placement.per_rank:
+            # A rank is a core's worth of work: no core column.
+            fh.write(f"{rank_header(placement)}\n{RANK_CSV_HEADER}\n".encode("ascii"))
+            for lo in range(0, node_of.size, _CHUNK):
+                hi = min(lo + _CHUNK, node_of.size)
+                fh.write(_int_text(np.arange(lo, hi), node_of[lo:hi]))
+            return
         fh.write(CSV_HEADER.encode("ascii") + b"\n")
         for lo in range(0, node_of.size, _CHUNK):
             hi = min(lo + _CHUNK, node_of.size)
@@ -257,7 +419,9 @@ def load_placement(path: str | os.PathLike[str]) -> Placement:
     The extension says which; a file with another extension is recognised by its first
     bytes (``place --out FILE --format ...`` may have named it anything). ``.part``,
     ``.csv`` and ``.npy`` files hold no strategy, seed or node count: the placement read
-    has strategy ``"unknown"``, no seed, and the largest node number + 1 nodes.
+    has strategy ``"unknown"``, no seed, and the largest node number + 1 nodes. A ``.part``
+    or ``.csv`` file that opens with :func:`rank_header` is a per-rank placement of the
+    header's grid and ranks, and its rows must agree with the header.
 
     Raises
     ------
@@ -280,6 +444,10 @@ def _stored_format(path: str | os.PathLike[str]) -> str:
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if head.startswith(np.lib.format.MAGIC_PREFIX):
         return "npy"
+    if text.startswith(b"#"):  # a per-rank file's header: a CSV header next, or ranks
+        with open(path, "rb") as fh:
+            after = re.split(rb"[\r\n]", fh.read(_HEADER_MAX_BYTES + 64), maxsplit=1)[1:]
+        return "csv" if after and after[0].lstrip().lower().startswith(b"partition") else "part"
     if text[:1].isdigit() or (text[:1] == b"-" and text[1:2].isdigit()):
         return "part"
     if text.lower().startswith(b"partition"):
@@ -315,7 +483,7 @@ def scan_placement_json(raw: bytes) -> Any | None:
         return None
     from grapeshot.model.json_ints import loads_with_int_lists  # numba: for large files
 
-    return loads_with_int_lists(raw, ("node_of", "core_of"))
+    return loads_with_int_lists(raw, ("node_of", "rank_of", "core_of"))
 
 
 def placement_from_json(data: Any, where: str) -> Placement:
@@ -329,20 +497,37 @@ def placement_from_json(data: Any, where: str) -> Placement:
     """
     if not isinstance(data, dict) or data.get("format") != "grapeshot-placement":
         raise InputError(where, "is not a grapeshot placement", '"format": "grapeshot-placement"')
-    for key in ("node_of", "nodes", "strategy"):
+    # A per-rank placement (place --ranks) names its lists and counts by rank.
+    per_rank = "rank_of" in data
+    unit = "rank" if per_rank else "node"
+    for key in (f"{unit}_of", f"{unit}s", "strategy", *(("grid",) if per_rank else ())):
         if key not in data:
             raise InputError(f"{where}: {key}", "missing", None)
-    node_of = _json_ints(data["node_of"], f"{where}: node_of", "node")
+    node_of = _json_ints(data[f"{unit}_of"], f"{where}: {unit}_of", unit)
     core_of = data.get("core_of")
     if core_of is not None:
         core_of = _json_ints(core_of, f"{where}: core_of", "core")
+    grid = data.get("grid")
+    if per_rank:
+        for key in ("ranks", "parts"):
+            value = data.get(key, len(node_of))
+            if type(value) is not int:
+                raise InputError(f"{where}: {key}", f"is {json_text(value)[:40]}", "an integer")
+        if data.get("parts", len(node_of)) != len(node_of):
+            raise InputError(
+                f"{where}: parts", f"is {data['parts']}", f"{len(node_of)}, the ranks in rank_of"
+            )
+    if grid is not None:
+        grid = _check_grid(grid, len(node_of), f"{where}: grid")
     try:
         return Placement(
             node_of=node_of,
-            nodes=int(data["nodes"]),
+            nodes=int(data[f"{unit}s"]),
             strategy=str(data["strategy"]),
             seed=data.get("seed"),
             core_of=core_of,
+            grid=grid,
+            per_rank=per_rank,
         )
     except (TypeError, ValueError, OverflowError) as exc:
         if isinstance(exc, InputError):
@@ -380,13 +565,58 @@ def _from_nodes(node_of: np.ndarray, core_of: np.ndarray | None = None) -> Place
 
 
 def _load_part(path: str | os.PathLike[str]) -> Placement:
-    node = Column("node", True, f"{_NODE} (line i + 1 holds partition i's)", 0, MAX_NODES - 1)
-    return _from_nodes(read_lines(path, node, "a .part file: one node number a line"))
+    header = read_rank_header(path)
+    if header is None:
+        node = Column("node", True, f"{_NODE} (line i + 1 holds partition i's)", 0, MAX_NODES - 1)
+        return _from_nodes(read_lines(path, node, "a .part file: one node number a line"))
+    rank = Column("rank", True, _rank_expected(header), 0, header.ranks - 1)
+    what = "a per-rank .part file: its header, then one rank a line (line i + 2: partition i's)"
+    rank_of = read_lines(path, rank, what, start_line=2)
+    _check_count(path, header, len(rank_of), "lines after it")
+    return _from_header(header, rank_of)
+
+
+def _rank_expected(header: RankHeader) -> str:
+    """What a rank in a file with ``header`` must be."""
+    return f"a rank in [0, {header.ranks - 1}] (line 1 says {header.ranks} ranks)"
+
+
+def _check_count(path: str | os.PathLike[str], header: RankHeader, rows: int, what: str) -> None:
+    """Refuse a per-rank file whose ``rows`` partitions are not its header's."""
+    if rows != header.parts:
+        raise InputError(
+            f"{path}: line 1",
+            f"says {header.parts} partitions, and the file has {rows} {what}",
+            "one per partition",
+        )
+
+
+def _from_header(header: RankHeader, rank_of: np.ndarray) -> Placement:
+    """A per-rank placement read from a file with ``header``: its ranks, grid and counts."""
+    return Placement(
+        node_of=rank_of,
+        nodes=header.ranks,
+        strategy="unknown",
+        seed=None,
+        grid=header.grid,
+        per_rank=True,
+    )
 
 
 def _load_csv(path: str | os.PathLike[str]) -> Placement:
+    header = read_rank_header(path)
+    most = MAX_NODES - 1 if header is None else header.parts - 1
+    part = Column("partition", True, f"a partition number in [0, {most}]", 0, most)
+    if header is not None:
+        rank = Column("rank", True, _rank_expected(header), 0, header.ranks - 1)
+        what = f"a per-rank placement CSV file (its header, then {RANK_CSV_HEADER})"
+        table = read_table(path, (part, rank), what, start_line=2)
+        _check_count(path, header, len(table), "rows")
+        order = None if _in_order(table.columns["partition"]) else _partition_order(table)
+        rank_of = table.columns["rank"]
+        return _from_header(header, rank_of if order is None else rank_of[order])
     columns = (
-        Column("partition", True, f"a partition number in [0, {MAX_NODES - 1}]", 0, MAX_NODES - 1),
+        part,
         Column("node", True, _NODE, 0, MAX_NODES - 1),
         Column("core", True, f"a core number >= 0, or {NO_CORE} for none", NO_CORE, MAX_NODES,
                required=False),
@@ -481,6 +711,78 @@ def _load_npy(path: str | os.PathLike[str]) -> Placement:
 
 #: Format name → ``reader(path)``.
 _LOADERS = {"json": _load_json, "part": _load_part, "csv": _load_csv, "npy": _load_npy}
+
+#: Bytes per partition of :func:`split_over_ranks` beyond the placement it splits: the ranks
+#: (int32) and the partitions grouped by node, each as its packed coordinates (int32, or
+#: int64 on grids of more than 2**31 cells' worth of coordinate bits).
+RANK_SPLIT_BYTES_PER_PARTITION = 12
+
+
+def split_over_ranks(
+    placement: Placement, ranks_per_node: Sequence[int] | np.ndarray, grid: Sequence[int]
+) -> Placement:
+    """The per-rank placement of a placement on nodes: each node's partitions spread over
+    its ranks, for the user's own MPI code (``grapeshot place --ranks``).
+
+    Node ``k``'s ranks are the ``ranks_per_node[k]`` ranks after those of nodes ``0 .. k - 1``
+    (block order: ``mpiexec -ppn``, Slurm's block distribution). Each rank of a node gets
+    the same number of the node's partitions, within one; the ranks of a node split its
+    partitions by recursive coordinate bisection on the grid, so that neighbouring
+    partitions of a node share a rank (:func:`grapeshot.model.grid_rows.split_ranks` says
+    exactly how). The same placement and ranks give the same split, bit for bit.
+
+    Parameters
+    ----------
+    placement
+        A placement on nodes (not per-rank) of the partitions of ``grid``.
+    ranks_per_node
+        int, shape ``(placement.nodes,)``: ranks of each node, each ``>= 1``.
+    grid
+        The partition grid (1 to 3 sizes, C order), whose product is ``placement.n_parts``.
+
+    Returns
+    -------
+    Placement
+        ``per_rank``, ``nodes = sum(ranks_per_node)`` ranks, ``grid``; the same strategy and
+        seed.
+
+    Raises
+    ------
+    InputError
+        If the placement is per-rank already, the grid is not its partitions', or the ranks
+        are not one count ``>= 1`` per node, at most :data:`MAX_NODES` in all.
+    """
+    if placement.per_rank:
+        raise InputError("placement", "is per-rank already", "a placement on nodes")
+    shape = _check_grid(list(grid), placement.n_parts, "grid")
+    counts = np.asarray(ranks_per_node)
+    if counts.shape != (placement.nodes,) or counts.dtype.kind not in "iu":
+        raise InputError(
+            "ranks_per_node", f"has shape {counts.shape}", f"({placement.nodes},) integers"
+        )
+    if placement.nodes and counts.min() < 1:
+        node = int(np.argmin(counts))
+        raise InputError(f"ranks_per_node[{node}]", f"is {counts[node]}", "at least 1 rank a node")
+    if int(counts.sum(dtype=np.int64)) > MAX_NODES:
+        raise InputError("ranks_per_node", f"sums to {counts.sum()}", f"at most {MAX_NODES}")
+    first_rank = np.zeros(placement.nodes + 1, dtype=np.int64)
+    np.cumsum(counts, out=first_rank[1:])
+    if counts.max(initial=1) == 1:  # a rank a node: nothing to split
+        rank_of = first_rank[:-1].astype(np.int32)[placement.node_of]
+    else:
+        from grapeshot.model.grid_rows import packed_bits, split_ranks  # numba: when splitting
+
+        shape3 = np.array([*shape, 1, 1][:3], dtype=np.int64)
+        word = np.empty(0, dtype=np.int32 if packed_bits(shape3) <= 31 else np.int64)
+        rank_of = split_ranks(placement.node_of, shape3, first_rank, word)
+    return Placement(
+        node_of=rank_of,
+        nodes=int(first_rank[-1]),
+        strategy=placement.strategy,
+        seed=placement.seed,
+        grid=shape,
+        per_rank=True,
+    )
 
 
 @dataclass(frozen=True, eq=False)
