@@ -16,7 +16,7 @@ import pytest
 
 from tests.apps.test_user_shapes import HEAT, PLATE, ROD
 from tests.cli.helpers import run_main
-from tests.mpi_harness import ROOT, run_mpi
+from tests.mpi_harness import ROOT, mpiexec, run_mpi
 
 RUN = ["-m", "grapeshot.cli.main", "run"]
 #: Far more than any machine running the tests has: 10^6 partitions of 1002² float64 cells.
@@ -86,13 +86,15 @@ def test_under_mpiexec_every_rank_stops_and_rank_0_says_it_once(rod, args, words
 
 
 def _run_wave(folder: Path, cache: Path, executor: str) -> tuple[str, str]:
-    """``grapeshot run --app FOLDER/wave.py:make_heat`` in a fresh process: its digest and
-    numba's cache log."""
+    """``grapeshot run --app FOLDER/wave.py:make_heat`` in a fresh process (the task executor
+    on 2 ranks under ``mpiexec``): its digest and numba's cache log."""
     env = dict(
         os.environ, PYTHONPATH=str(ROOT), NUMBA_DEBUG_CACHE="1", GRAPESHOT_CACHE_DIR=str(cache)
     )
     cmd = [sys.executable, *RUN, "--app", f"{folder / 'wave.py'}:make_heat", "--parts", "2,2",
            "--cells", "32,32", "--steps", "2", "--executor", executor, "--json"]  # fmt: skip
+    if executor == "task":
+        cmd = [mpiexec(), "-n", "2", *cmd]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
