@@ -102,10 +102,7 @@ def run_tasks(
     threads: int = 1,
     reduction: str = "mpi",
     timeout: float = 120.0,
-    blocks: dict[int, Block] | None = None,
     exchange: str = "ac",
-    start_step: int = 0,
-    start_time: float = 0.0,
     on_step: Callable[[int], None] | None = None,
     shm: bool = True,
     cuts: Sequence[int] = (),
@@ -132,10 +129,6 @@ def run_tasks(
         a schedule of :mod:`grapeshot.exchange.mpi_exchange` (``lp``, ``rsn``, ``drsn``, ...).
     timeout
         Seconds without any progress after which the run is aborted with what it waits for.
-    blocks
-        This rank's partitions' state to resume from (default: ``program.init_block``).
-    start_step, start_time
-        Where a resumed run starts.
     on_step
         Called on every rank with the step number when this rank's partitions are all done
         with it (progress reporting).
@@ -161,11 +154,9 @@ def run_tasks(
             reduction=reduction,
             exchange=exchange,
             timeout=timeout,
-            blocks=blocks,
             shm=shm,
-            start_step=start_step,
         )
-        return runner.run_segments(start_time, steps, on_step, list(cuts), rebalance)
+        return runner.run_segments(0.0, steps, on_step, list(cuts), rebalance)
     finally:
         data.Free()
         coll.Free()
@@ -183,8 +174,9 @@ class RankRunner:
     data, coll
         The runtime's own communicators: point-to-point messages, and collectives
         (reductions, planned exchanges of migrants).
-    threads, reduction, exchange, timeout, blocks, shm, start_step
-        As :func:`run_tasks`.
+    threads, reduction, exchange, timeout, shm
+        As :func:`run_tasks`. The run starts at step 0 from ``program.init_block``; a
+        rebalance re-plans from the blocks it moved (:meth:`place`).
     """
 
     def __init__(
@@ -198,18 +190,18 @@ class RankRunner:
         reduction: str = "mpi",
         exchange: str = "ac",
         timeout: float = 120.0,
-        blocks: dict[int, Block] | None = None,
         shm: bool = True,
-        start_step: int = 0,
     ) -> None:
         self.data, self.coll = data, coll
         self.options = (reduction, exchange, shm)
         self.clock = RunClock()
         self.watch = Watch(program, data, timeout)
-        self.dispatch = Dispatch(max(1, int(threads)), 0, Tally(), self.watch)
+        #: The running counters; every part holds this one object, reset per segment.
+        self.tally = Tally()
+        self.dispatch = Dispatch(max(1, int(threads)), 0, self.tally, self.watch)
         #: What numba compiles while the steps run (what warm() did not).
         self.compiles = CompileClock()
-        self.place(program, node_of, blocks, start_step)
+        self.place(program, node_of, None, 0)
 
     def place(
         self,
@@ -231,9 +223,8 @@ class RankRunner:
         )
         self.mail = Mailboxes(data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm)
         self.fusion = Fusion.build(plan, self.mail, self.dispatch.threads)
-        self.tally = tally = Tally()
-        watch = self.watch
-        self.dispatch.n_local, self.dispatch.tally = len(plan.local), tally
+        tally, watch = self.tally, self.watch
+        self.dispatch.n_local = len(plan.local)
         self.slots = slots = PartSlots(len(plan.local))
         self.messenger = Messenger(data, self.mail, plan.sources, start_step, tally, watch)
         self.tasks = PhaseTasks(plan, self.fusion, slots, self.clock, watch, self.messenger.parity)
@@ -336,7 +327,7 @@ class RankRunner:
             tally.bytes_sent,
             tally.messages,
             ctx.time + program.advance(ctx),
-            self.halos.halo_bytes(),
+            self.halos.take_halo_bytes(),
             tally.message_log,
             tally.reduce_seconds,
             tally.reductions,
@@ -354,11 +345,7 @@ class RankRunner:
             clock.rows.clear()
             clock.cpu.clear()
         self.work = WorkLog(plan)
-        self.halos.rounds = dict.fromkeys(plan.plans, 0)
-        self.halos.custom_halo = {}
-        self.tally = self.dispatch.tally = Tally()
-        for part in (self.messenger, self.halos, self.reducer, self.migrator):
-            part.tally = self.tally
+        self.tally.reset()
         self.tasks.gil.clear()
         return result
 

@@ -252,12 +252,15 @@ class Halos:
         self.custom_halo[(src, dst)] = self.custom_halo.get((src, dst), 0) + nbytes
         self.tally.copied_bytes += nbytes
 
-    def halo_bytes(self) -> dict[tuple[int, int], int]:
-        """``{(source partition, destination partition): bytes}`` of every halo so far."""
+    def take_halo_bytes(self) -> dict[tuple[int, int], int]:
+        """``{(source partition, destination partition): bytes}`` of every halo since the last
+        take; counting starts afresh (a run's segments each report their own)."""
         total = dict(self.custom_halo)
         for k, plan in self.plan.plans.items():
             for pair, nbytes in plan.pair_bytes.items():
                 total[pair] = total.get(pair, 0) + nbytes * self.rounds[k]
+        self.rounds = dict.fromkeys(self.plan.plans, 0)
+        self.custom_halo = {}
         return total
 
 

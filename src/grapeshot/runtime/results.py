@@ -88,6 +88,11 @@ class Tally:
     reductions: int = 0
     message_log: list[tuple[int, int, float]] = field(default_factory=list)
 
+    def reset(self) -> None:
+        """Count afresh, in this object every part of the runner holds (a run's next
+        segment); what was read before keeps its values."""
+        vars(self).update(vars(Tally()))
+
 
 class WorkLog:
     """Each local partition's work count per step (``Program.work``), kept the cheapest way
