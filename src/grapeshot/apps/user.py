@@ -162,9 +162,9 @@ def _sample(program: Any) -> tuple[int, int]:
     """Bytes of the largest partition's block and of its final fields, from one
     ``init_block`` and ``output_fields``; the block's grid fields checked on the way
     (:func:`_check_grid_fields`)."""
-    from grapeshot.model.program import make_block
+    from grapeshot.model.program import largest_box, make_block
 
-    box = _largest_box(program)
+    box = largest_box(program)
     block = make_block(program, box)
     _check_grid_fields(program, block, box)
     block_bytes = sum(int(getattr(a, "nbytes", 0)) for a in block.values())
@@ -174,26 +174,6 @@ def _sample(program: Any) -> tuple[int, int]:
     except Exception:  # a program whose output needs a step first: the run will tell
         output_bytes = block_bytes
     return block_bytes, output_bytes
-
-
-def _largest_box(program: Any) -> Any:
-    """The box of the partition with the most cells (the first such), built alone: a
-    program too big is refused before the boxes of its million partitions are built."""
-    import numpy as np
-
-    from grapeshot.model.program import Box, check_periodic
-    from grapeshot.model.workload import check_grid, partition_bounds
-
-    domain = tuple(int(n) for n in program.domain_shape)
-    parts = tuple(int(k) for k in program.parts_shape)
-    check_grid(domain, parts, "--parts")
-    bounds = partition_bounds(domain, parts)
-    index = tuple(int(np.argmax(np.diff(b))) for b in bounds)
-    lo = tuple(int(b[i]) for b, i in zip(bounds, index, strict=True))
-    hi = tuple(int(b[i + 1]) for b, i in zip(bounds, index, strict=True))
-    part = int(np.ravel_multi_index(index, parts))
-    wraps = check_periodic(program.periodic, len(parts))
-    return Box(part, index, lo, hi, parts, domain, int(program.ghost), wraps)
 
 
 def _check_grid_fields(program: Any, block: dict, box: Any) -> None:

@@ -215,14 +215,30 @@ def _boxes(
                 f"gives partitions of {int(np.diff(b).min())} cells on axis {axis}",
                 f"at least {ghost} cells (the ghost width) per partition",
             )
-    boxes = []
-    for part, index in enumerate(itertools.product(*(range(k) for k in parts_shape))):
-        lo = tuple(int(bounds[a][i]) for a, i in enumerate(index))
-        hi = tuple(int(bounds[a][i + 1]) for a, i in enumerate(index))
-        boxes.append(
-            Box(part, index, lo, hi, tuple(parts_shape), tuple(domain_shape), ghost, periodic)
-        )
-    return tuple(boxes)
+    return tuple(
+        _box_at(part, index, bounds, parts_shape, domain_shape, ghost, periodic)
+        for part, index in enumerate(itertools.product(*(range(k) for k in parts_shape)))
+    )
+
+
+def _box_at(part, index, bounds, parts_shape, domain_shape, ghost, periodic) -> Box:
+    """Partition ``part`` at ``index`` of the grid whose cell ``bounds`` per axis are given."""
+    lo = tuple(int(bounds[a][i]) for a, i in enumerate(index))
+    hi = tuple(int(bounds[a][i + 1]) for a, i in enumerate(index))
+    return Box(part, index, lo, hi, tuple(parts_shape), tuple(domain_shape), ghost, periodic)
+
+
+def largest_box(program: Program) -> Box:
+    """The box of ``program``'s partition with the most cells (the first such), built alone:
+    sizing a program needs one box, not the list of its million."""
+    domain = tuple(int(n) for n in program.domain_shape)
+    parts = tuple(int(k) for k in program.parts_shape)
+    check_grid(domain, parts, "--parts")
+    bounds = partition_bounds(domain, parts)
+    index = tuple(int(np.argmax(np.diff(b))) for b in bounds)
+    part = int(np.ravel_multi_index(index, parts))
+    wraps = check_periodic(program.periodic, len(parts))
+    return _box_at(part, index, bounds, parts, domain, int(program.ghost), wraps)
 
 
 def halo_slab(box: Box, offset: Offset, width: int, ghost_side: bool) -> tuple[slice, ...]:
