@@ -33,6 +33,7 @@ import numpy as np
 
 from grapeshot.model.errors import InputError
 from grapeshot.model.memory import TEXT_READ_BYTES_PER_BYTE, check_memory
+from grapeshot.model.text_bytes import MAX_DIGITS
 
 #: Rows converted to numpy at a time.
 CHUNK_ROWS = 1 << 16
@@ -41,8 +42,6 @@ WINDOW_CHARS = 1 << 22
 #: Longest field accepted as a number: longer ones are refused before numpy sizes an array
 #: of strings by its longest member.
 MAX_FIELD = 64
-#: Longest run of digits of an integer: 18 digits always fit in int64.
-MAX_DIGITS = 18
 #: Files of this size and more, of plain integer rows, are read by the compiled scanner.
 PLAIN_MIN_BYTES = 1 << 20
 #: A line's end, in the text and in the bytes of a file: ``\n``, ``\r\n`` or a lone ``\r``

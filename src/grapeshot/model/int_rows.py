@@ -19,9 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from grapeshot.model.csv_table import MAX_DIGITS
-
-_NL, _CR, _COMMA, _MINUS, _ZERO, _NINE = 10, 13, 44, 45, 48, 57
+from grapeshot.model.text_bytes import COMMA, CR, MAX_DIGITS, MINUS, NINE, NL, ZERO
 
 
 @njit(cache=True, nogil=True)
@@ -54,11 +52,11 @@ def scan_int_rows(
         written: 8 bytes a row, a quarter of a ``.part`` file's reading).
     """
     end = len(buf)
-    while end > start and (buf[end - 1] == _NL or buf[end - 1] == _CR):
+    while end > start and (buf[end - 1] == NL or buf[end - 1] == CR):
         end -= 1
     capacity = 1
     for i in range(start, end):
-        if buf[i] == _NL:
+        if buf[i] == NL:
             capacity += 1
     # Allocated here rather than by numpy, whose large arrays ask for huge pages: on a
     # machine short of free huge pages that made first touching 3.2 GB (10^8 rows of a
@@ -73,11 +71,11 @@ def scan_int_rows(
             negative = False
             # A digit is by far the most common first byte: tested first, the other cases
             # took half the scan's time (10^7 lines: 0.24 s against 0.42 s).
-            if c < _ZERO or c > _NINE:
-                if c == _MINUS:
+            if c < ZERO or c > NINE:
+                if c == MINUS:
                     negative = True
                     i += 1
-                elif field == 0 and (c == _NL or c == _CR):  # an empty line
+                elif field == 0 and (c == NL or c == CR):  # an empty line
                     if not blank_lines:
                         return values, lines, -1
                     if lines.size == 0:  # the first: from here on each row's line is written
@@ -88,7 +86,7 @@ def scan_int_rows(
             first = i
             value = 0
             while i < end:
-                d = np.int64(buf[i]) - _ZERO
+                d = np.int64(buf[i]) - ZERO
                 if d < 0 or d > 9:
                     break
                 value = value * 10 + d
@@ -103,7 +101,7 @@ def scan_int_rows(
                     lines[rows] = line
                 rows += 1
                 break
-            if i >= end or buf[i] != _COMMA:
+            if i >= end or buf[i] != COMMA:
                 return values, lines, -1
             i += 1
             if i == end:  # a comma last: an empty field
@@ -111,11 +109,11 @@ def scan_int_rows(
         if i == end:
             break
         # the line's end: \n or \r\n (a lone \r is a line end too for others: give up)
-        if buf[i] == _CR:
+        if buf[i] == CR:
             i += 1
-            if i >= end or buf[i] != _NL:
+            if i >= end or buf[i] != NL:
                 return values, lines, -1
-        elif buf[i] != _NL:
+        elif buf[i] != NL:
             return values, lines, -1
         i += 1
         line += 1
@@ -158,13 +156,13 @@ def format_int_rows(values: np.ndarray, sep: np.ndarray, end: np.ndarray) -> np.
                     n += 1
             v = values[f, r]
             if v < 0:
-                out[n] = _MINUS
+                out[n] = MINUS
                 n += 1
             # The magnitude as unsigned, so that -2**63 has one too.
             m = np.uint64(-(v + 1)) + np.uint64(1) if v < 0 else np.uint64(v)
             k = 0
             while True:
-                digits[k] = _ZERO + np.uint8(m % np.uint64(10))
+                digits[k] = ZERO + np.uint8(m % np.uint64(10))
                 m //= np.uint64(10)
                 k += 1
                 if m == 0:

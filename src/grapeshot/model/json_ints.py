@@ -26,10 +26,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from grapeshot.model.csv_table import MAX_DIGITS
+from grapeshot.model.text_bytes import COMMA, CR, MAX_DIGITS, MINUS, NINE, NL, SPACE, TAB, ZERO
 
-_TAB, _NL, _CR, _SPACE = 9, 10, 13, 32
-_COMMA, _MINUS, _ZERO, _NINE = 44, 45, 48, 57
 #: The text that stands for a list taken out (then its number and ``@``).
 _MARK = "@grapeshot-ints-"
 #: What follows a key's quoted name for its value to be a list: a colon, then ``[``.
@@ -39,7 +37,7 @@ _COLON_LIST = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*\[")
 @njit(cache=True, inline="always")
 def _blanks(buf: np.ndarray, i: int, end: int) -> int:
     """The first index from ``i`` that is not JSON whitespace."""
-    while i < end and (buf[i] == _SPACE or buf[i] == _NL or buf[i] == _CR or buf[i] == _TAB):
+    while i < end and (buf[i] == SPACE or buf[i] == NL or buf[i] == CR or buf[i] == TAB):
         i += 1
     return i
 
@@ -70,23 +68,23 @@ def scan_json_ints(buf: np.ndarray, start: int, close: int, items: int) -> tuple
         return values[:0], close + 1
     n = 0
     while True:
-        negative = buf[i] == _MINUS
+        negative = buf[i] == MINUS
         if negative:
             i += 1
         first = i
         value = 0
-        while i < close and _ZERO <= buf[i] <= _NINE:
-            value = value * 10 + (buf[i] - _ZERO)
+        while i < close and ZERO <= buf[i] <= NINE:
+            value = value * 10 + (buf[i] - ZERO)
             i += 1
         digits = i - first
-        if digits == 0 or digits > MAX_DIGITS or (digits > 1 and buf[first] == _ZERO):
+        if digits == 0 or digits > MAX_DIGITS or (digits > 1 and buf[first] == ZERO):
             return values, -1
         values[n] = -value if negative else value
         n += 1
         i = _blanks(buf, i, close)
         if i == close:
             break
-        if buf[i] != _COMMA:
+        if buf[i] != COMMA:
             return values, -1
         i = _blanks(buf, i + 1, close)  # a ] next is no item: the loop gives up
     return values[:n], close + 1
