@@ -83,8 +83,8 @@ def _kernel_mutant(monkeypatch: pytest.MonkeyPatch, bug: str) -> None:
     """A wrong scheduler: the real kernel, fed a distorted view of the jobs or machine."""
     real = kernel_inputs
 
-    def distorted(trace, policy, machine, max_walltime):
-        state, limit, req = real(trace, policy, machine, max_walltime)
+    def distorted(trace, kill, machine, max_walltime):
+        state, limit, req = real(trace, kill, machine, max_walltime)
         if bug == "oversubscribes":  # believes the machine has twice its CPUs
             state.ist[S_FREE] *= 2
         elif bug == "lazy":  # looks at each job ten minutes after it arrives

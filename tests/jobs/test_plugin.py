@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.metrics import gap_closed
-from grapeshot.jobs.plugin import load_plugin, simulate_plugin
-from grapeshot.jobs.policies import parse_policies
+from grapeshot.jobs.plugin import load_plugin, parse_policies, simulate_plugin
 from grapeshot.jobs.simulate import Machine, Schedule, simulate
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError

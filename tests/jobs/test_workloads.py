@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from grapeshot.jobs.clean import clean, flurry_mask
 from grapeshot.jobs.coare import apply_default_walltime
 from grapeshot.jobs.generate import lublin_feitelson
-from grapeshot.jobs.policies import POLICIES, parse_policies
+from grapeshot.jobs.plugin import parse_policies
+from grapeshot.jobs.policies import POLICIES
 from grapeshot.jobs.predict import Predictor
 from grapeshot.jobs.sacct import parse_sacct_text
 from grapeshot.jobs.scheduler import KernelState

@@ -13,7 +13,8 @@ from grapeshot.cli.output import console, emit_json, err_console
 from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.jobs_out import check_jobs_out, write_jobs_out
 from grapeshot.jobs.partitions import merged_partitions_line, partition_counts, select_partitions
-from grapeshot.jobs.policies import POLICIES, parse_policies
+from grapeshot.jobs.plugin import parse_policies
+from grapeshot.jobs.policies import POLICIES
 from grapeshot.jobs.sacct import read_sacct
 from grapeshot.jobs.scheduler import BACKFILL
 from grapeshot.jobs.simulate import Machine

@@ -42,18 +42,20 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from grapeshot.jobs.clean import SEVEN_DAYS
 from grapeshot.jobs.correct import LEAD_S
+from grapeshot.jobs.job import Job
 from grapeshot.jobs.plugin_compiled import (
     check_compiled,
     is_compiled,
     run_compiled,
     too_many_corrections,
 )
+from grapeshot.jobs.policies import PAPER_POLICIES, POLICIES, Policy, get_policy
 from grapeshot.jobs.scheduler import (
     BACKFILL,
     MAX_CORRECTIONS,
@@ -68,38 +70,6 @@ from grapeshot.jobs.scheduler import (
 from grapeshot.jobs.simulate import Machine, Schedule, kernel_inputs, schedule_of
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError, exception_line
-
-
-class Job(NamedTuple):
-    """What a plug-in sees of one job (no run time).
-
-    Attributes
-    ----------
-    index
-        Position in the cleaned trace (submission order), 0 … n−1.
-    job_id, user
-        As in the log.
-    procs
-        Processors.
-    submit
-        Seconds from the log's start.
-    request
-        The walltime the user asked for (after COARE mode, at least 1 s), seconds.
-    req_mem
-        Requested memory per processor, KB (−1 if the log has none).
-    user_index
-        The user numbered 0 … n_users−1 (in the order of their ids), for a plug-in that
-        keeps per-user state in an array.
-    """
-
-    index: int
-    job_id: int
-    user: int
-    procs: int
-    submit: float
-    request: float
-    req_mem: float
-    user_index: int
 
 
 class Completed:
@@ -250,6 +220,30 @@ def load_plugin(spec: str) -> PluginPolicy:
     return PluginPolicy(spec, name if isinstance(name, str) and name else spec, kill, cls)
 
 
+def parse_policies(text: str) -> list[Policy | PluginPolicy]:
+    """``"user-estimate,simple"`` → policies, in the order given, each once.
+
+    ``all`` stands for every policy and ``paper`` for the seven of table 2; both may be mixed
+    with names (``paper,clairvoyant``). An entry with a colon is a plug-in,
+    ``FILE.py:Class`` or ``package.module:Class`` (:func:`load_plugin`).
+    """
+    groups = {"all": tuple(POLICIES), "paper": PAPER_POLICIES}
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise ValueError(
+            "no policy given; expected a comma-separated list of " + ", ".join(POLICIES)
+        )
+    chosen: dict[str, Policy | PluginPolicy] = {}
+    for name in names:
+        for member in groups.get(name, (name,)):
+            if member not in chosen:
+                chosen[member] = load_plugin(member) if is_plugin(member) else get_policy(member)
+    rows = [p.name for p in chosen.values()]
+    if len(set(rows)) < len(rows):
+        raise ValueError(f"two policies are both called {max(rows, key=rows.count)!r}")
+    return list(chosen.values())
+
+
 def simulate_plugin(
     trace: JobTrace,
     plugin: PluginPolicy,
@@ -264,7 +258,7 @@ def simulate_plugin(
     if backfill not in BACKFILL:
         raise InputError("--backfill", f"got {backfill!r}", "one of " + ", ".join(BACKFILL))
     policy = plugin.instantiate(seed)
-    state, limit, _ = kernel_inputs(trace, plugin, machine, max_walltime)
+    state, limit, _ = kernel_inputs(trace, plugin.kill, machine, max_walltime)
     if is_compiled(plugin.cls):
         run_compiled(plugin.spec, plugin.cls, policy, state, trace, BACKFILL[backfill])
         return schedule_of(state, trace, plugin.name, backfill, machine)

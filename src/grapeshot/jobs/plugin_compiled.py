@@ -46,6 +46,7 @@ from numba.core.errors import NumbaError
 from numba.extending import intrinsic
 
 from grapeshot.jobs.correct import LEAD_S
+from grapeshot.jobs.job import Job
 from grapeshot.jobs.scheduler import (
     CORRECT_SIG,
     MAX_CORRECTIONS,
@@ -137,8 +138,6 @@ _N_SLOTS = len(_CTX) + 2
 
 def _wrappers(cls: type) -> tuple[Any, Any]:
     """The C callbacks around ``cls.predict`` and ``cls.correct`` (compiled now)."""
-    from grapeshot.jobs.plugin import Job
-
     predict = cls.predict
     correct = getattr(cls, "correct", None)
 

@@ -10,13 +10,9 @@ the user's request.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from grapeshot.jobs.correct import get_correction
 from grapeshot.jobs.predict import PREDICTORS
-
-if TYPE_CHECKING:
-    from grapeshot.jobs.plugin import PluginPolicy
 
 
 @dataclass(frozen=True)
@@ -103,29 +99,3 @@ def get_policy(name: str) -> Policy:
         raise ValueError(
             f"unknown policy {name!r}; expected one of {', '.join(POLICIES)}"
         ) from None
-
-
-def parse_policies(text: str) -> list[Policy | PluginPolicy]:
-    """``"user-estimate,simple"`` → policies, in the order given, each once.
-
-    ``all`` stands for every policy and ``paper`` for the seven of table 2; both may be mixed
-    with names (``paper,clairvoyant``). An entry with a colon is a plug-in,
-    ``FILE.py:Class`` or ``package.module:Class`` (:mod:`grapeshot.jobs.plugin`).
-    """
-    from grapeshot.jobs.plugin import is_plugin, load_plugin
-
-    groups = {"all": tuple(POLICIES), "paper": PAPER_POLICIES}
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    if not names:
-        raise ValueError(
-            "no policy given; expected a comma-separated list of " + ", ".join(POLICIES)
-        )
-    chosen: dict[str, Policy | PluginPolicy] = {}
-    for name in names:
-        for member in groups.get(name, (name,)):
-            if member not in chosen:
-                chosen[member] = load_plugin(member) if is_plugin(member) else get_policy(member)
-    rows = [p.name for p in chosen.values()]
-    if len(set(rows)) < len(rows):
-        raise ValueError(f"two policies are both called {max(rows, key=rows.count)!r}")
-    return list(chosen.values())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,9 +13,6 @@ from grapeshot.jobs.predict import Predictor, make_predictor
 from grapeshot.jobs.scheduler import BACKFILL, MIN_PREDICTION_S, KernelState
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError, check_int
-
-if TYPE_CHECKING:
-    from grapeshot.jobs.plugin import PluginPolicy
 
 
 @dataclass(frozen=True)
@@ -114,13 +110,13 @@ def check_fits(trace: JobTrace, machine: Machine) -> None:
 
 
 def kernel_inputs(
-    trace: JobTrace, policy: Policy | PluginPolicy, machine: Machine, max_walltime: float
+    trace: JobTrace, kill: str, machine: Machine, max_walltime: float
 ) -> tuple[KernelState, np.ndarray, np.ndarray]:
-    """The kernel state for ``trace`` under ``policy`` (its ``kill`` rule), the hard limits and
-    the user requests."""
+    """The kernel state for ``trace`` under a policy's ``kill`` rule (``"request"`` or
+    ``"hard"``), the hard limits and the user requests."""
     check_fits(trace, machine)
     req = np.maximum(np.asarray(trace.req_time, dtype=np.float64), MIN_PREDICTION_S)
-    if policy.kill == "request":
+    if kill == "request":
         limit = req.copy()
     else:
         limit = np.full(len(trace), float(max_walltime))
@@ -172,7 +168,7 @@ def simulate(
         raise InputError("--backfill", f"got {backfill!r}", "one of " + ", ".join(BACKFILL))
     pred_obj = predictor or make_predictor(policy.predictor, seed=seed)
     correction = get_correction(policy.correction)
-    state, _limit, _req = kernel_inputs(trace, policy, machine, max_walltime)
+    state, _limit, _req = kernel_inputs(trace, policy.kill, machine, max_walltime)
     pred = np.minimum(pred_obj.initial(trace), state.req)
     mode = pred_obj.kernel_mode
     bf = BACKFILL[backfill]
