@@ -29,7 +29,8 @@ _PARAGRAPHS = (
     "Per balancer: max/avg load (1 is perfect), objects moved, strategy time (Charm++'s "
     "+LBDebug figure; grapeshot's in-process, compiled beforehand).",
     "Pairs: GreedyLB / greedy, RefineLB / refine (Charm++ runs TreeLB's RefineA here; "
-    "grapeshot the legacy Refiner with its threshold search), GreedyRefineLB / "
+    "grapeshot the legacy Refiner with its threshold search, without the repack its "
+    "dynamic refine adds where the Refiner stalls), GreedyRefineLB / "
     "greedy-refine, RandCentLB / birdshot (random; Charm++'s ignores quotas). Balancers "
     "the installed Charm++ does not register (MetisLB, GreedyCommLB, RefineCommLB in "
     "charm4py 1.1) are listed with the reason.",
@@ -133,7 +134,7 @@ def grapeshot_counterpart(
         if name == "greedy":
             return lb.greedy_lb(load, cores)
         if name == "refine":
-            return lb.refine_lb(load, home, cores, threshold=0.05)
+            return lb.refine_lb(load, home, cores, threshold=0.05, repack=False)
         if name == "greedy-refine":
             return lb.greedy_refine_lb(load, home, cores, tolerance=1.0)
         return place_birdshot((1, load.size), cores, seed=seed).astype(np.int64)

@@ -372,6 +372,7 @@ def refine_lb(
     cores: np.ndarray,
     *,
     threshold: float = 0.05,
+    repack: bool = True,
 ) -> np.ndarray:
     """RefineLB with Charm++'s threshold search (``Refiner::multirefine``, spec §5.3).
 
@@ -392,6 +393,10 @@ def refine_lb(
         int, ``(n,)``: cores of each node.
     threshold
         Smallest tolerated excess over the average, as a fraction (Charm++: 0.05, i.e. 1.05).
+    repack
+        ``False``: Charm++'s Refiner alone, as RefineLB runs it (no :class:`Repack` where it
+        stalls; it then settles for a looser threshold, moving less): what ``charm-compare``
+        puts beside Charm++'s own.
 
     Returns
     -------
@@ -408,14 +413,16 @@ def refine_lb(
     t0 = 1.0 + threshold
     steps = max(0, math.ceil((ratio - t0) / THRESHOLD_STEP))
 
-    repack = Repack(load, node_of, cores)
+    packer = Repack(load, node_of, cores) if repack else None
 
     def attempt(j: int) -> tuple[bool, np.ndarray]:
         t = t0 + THRESHOLD_STEP * j
         trial = node_of.copy()
         if _refine(load, trial, cores, t):
             return True, trial
-        packed = repack(t)
+        if packer is None:
+            return False, trial
+        packed = packer(t)
         return packed is not None, (trial if packed is None else packed)
 
     return _threshold_search(attempt, steps, node_of)
