@@ -12,17 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grapeshot.model.program import Exchange, neighbour_offsets
-from grapeshot.model.task_halos import (
-    DATA,
-    INBOX,
-    OUTBOX,
-    OWN_COPIES,
-    PACKS,
-    RAN,
-    batch_ends,
-    no_halos,
-    task_begins,
-)
+from grapeshot.model.task_halos import STATE, batch_ends, make_halos, state, task_begins
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.halo_plan import (
     Arena,
@@ -179,12 +169,13 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         )
         outbox = np.zeros(total // 8)
         packs = fused_packs(links[r], boxes, arenas[r], names, width, starts, header)
-        halos = list(no_halos(len(links[r].local_parts)))
-        halos[DATA], halos[PACKS], halos[OUTBOX] = arenas[r].shared, packs, outbox
+        halos = make_halos(
+            len(links[r].local_parts), data=arenas[r].shared, packs=packs, outbox=outbox
+        )
         stamps = np.zeros(len(links[r].local_parts) + 1, dtype=np.int64)
         for t, i in enumerate(rng.permutation(len(links[r].local_parts))):
-            task_begins(tuple(halos), stamps, t, i)
-        batch_ends(tuple(halos), stamps, len(links[r].local_parts))
+            task_begins(halos, stamps, t, i)
+        batch_ends(halos, stamps, len(links[r].local_parts))
         for dest, at in starts.items():
             words = (at + header) // 8
             for name in names:
@@ -202,15 +193,8 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
             inbox[(at + header) // 8 : (at + header) // 8 + message.size] = message
         tables = fused_halos(links[r], boxes, arenas[r], names, width, starts, header)
         n = len(links[r].local_parts)
-        ran = np.zeros(n, dtype=np.int64)
-        halos = list(no_halos(n))
-        halos[DATA], halos[RAN], halos[OWN_COPIES], halos[INBOX] = (
-            arenas[r].shared,
-            ran,
-            tables,
-            inbox,
-        )
-        halos = tuple(halos)
+        halos = make_halos(n, data=arenas[r].shared, own=tables, inbox=inbox)
+        ran = state(halos[STATE])[1]
         stamps = np.zeros(n + 1, dtype=np.int64)
         for t, i in enumerate(rng.permutation(n)):
             task_begins(halos, stamps, t, i)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from grapeshot.model.program import Context, neighbour_offsets
-from grapeshot.model.task_halos import DATA, HALO_NS, INBOX, RAN, no_halos
+from grapeshot.model.task_halos import DATA, INBOX, STATE, no_halos, state
 from grapeshot.runtime.copies import copy_within
 from grapeshot.runtime.dispatch import SPLIT_COPIES, Dispatch, chunks
 from grapeshot.runtime.fusion import Fusion
@@ -96,8 +96,13 @@ def test_one_thread_fuses_the_batched_exchange_and_threads_fuse_nothing() -> Non
     fused = Fusion.build(plan, mail, threads=1)
     assert fused.fused == {1} and fused.prepacks == {}  # the phase after has no exchange
     even, odd = fused.halos[1]
-    assert even[DATA] is plan.arena.shared and even[RAN] is fused.ran
-    assert even[HALO_NS] is fused.halo_ns and odd[HALO_NS] is fused.halo_ns
+    assert even[DATA] is plan.arena.shared
+    # One state for both rounds, which the fusion's ran and halo_ns view.
+    assert even[STATE] is odd[STATE]
+    last, ran, halo_ns = state(even[STATE])
+    assert last.ctypes.data == fused.last.ctypes.data and last[0] == -1
+    assert ran.ctypes.data == fused.ran.ctypes.data and ran.size == len(plan.local)
+    assert halo_ns.ctypes.data == fused.halo_ns.ctypes.data and halo_ns.size == len(plan.local)
     # The two rounds read alternate inboxes.
     assert even[INBOX].ctypes.data != odd[INBOX].ctypes.data
     pooled = Fusion.build(plan, mail, threads=2)
@@ -322,19 +327,22 @@ def test_thread_clock_shares_a_burst_among_its_tasks() -> None:
     clock.start()
     sum(range(200_000))  # a burst that takes some CPU time
     clock.rows.append((0, 0, 0, 0, 0.0, 1.0, 0.0))
+    # A batch row: stamps in ns (tasks at 1 s and 2 s, the batch ending at 4 s), offset 0.
     clock.rows.append(
-        (np.array([1, 2]), 0, 1, 0, np.array([1.0, 2.0]), np.array([2.0, 4.0]), 0.5,
-         np.array([0.5, 0.0]))
+        (np.array([1, 2]), 0, 1, 0, np.array([1, 2, 4]) * 10**9, 0.0, 0.5,
+         np.array([5 * 10**8, 0]))
     )  # fmt: skip
     clock.stop()
     clock.stop()  # no burst running: nothing more
-    assert len(clock.cpu) == 2
+    assert len(clock.shares) == 2 and 0.0 < clock.shares[0] <= 1.0
     record = TaskRecord.from_clocks([clock]).arrays()
     assert record["part"].tolist() == [0, 1, 2]
+    assert record["start"].tolist() == [0.0, 1.0, 2.0] and record["end"].tolist() == [1.0, 2.0, 4.0]
     assert record["wait"].tolist() == [0.0, 0.5, 0.5]
-    assert record["halo"][0] == 0.0 and record["halo"][2] == 0.0
-    assert record["halo"][1] > 0.0
-    assert clock.main_seconds() == 4.0
+    assert record["cpu"].tolist() == pytest.approx(np.array([1.0, 1.0, 2.0]) * clock.shares[0])
+    assert record["halo"].tolist() == pytest.approx([0.0, 0.5 * clock.shares[0], 0.0])
+    clock.clear()
+    assert not clock.rows and not clock.shares
 
 
 def test_task_record_keeps_every_row_in_order_batches_and_single_tasks() -> None:
@@ -343,23 +351,24 @@ def test_task_record_keeps_every_row_in_order_batches_and_single_tasks() -> None
     clocks = [ThreadClock(), ThreadClock()]
     clocks[0].rows = [
         (5, 1, 0, 0, 0.0, 1.0, 0.0),
-        (np.array([7, 8]), 1, 1, 0, np.array([1.0, 2.0]), np.array([2.0, 3.0]), 0.25),
+        (np.array([7, 8]), 1, 1, 0, np.array([0, 1, 2]) * 10**9, 1.0, 0.25),
         (6, 2, 0, 0, 3.0, 3.5, 0.0),
         (9, 2, 0, 0, 3.5, 4.5, 0.0),
     ]
-    clocks[0].cpu = [1.0, np.array([0.5, 1.0]), 0.5, 0.25]
+    clocks[0].shares = [1.0, 0.5, 1.0, 0.25]
     clocks[1].rows = [
-        (np.array([3]), 2, 1, 1, np.array([0.0]), np.array([2.0]), 0.5, np.array([1.0]))
+        (np.array([3]), 2, 1, 1, np.array([0, 2]) * 10**9, 0.0, 0.5, np.array([10**9]))
     ]
-    clocks[1].cpu = [np.array([1.0])]
+    clocks[1].shares = [0.5]
     record = TaskRecord.from_clocks(clocks).arrays()
     assert record["part"].tolist() == [5, 7, 8, 6, 9, 3]
     assert record["step"].tolist() == [1, 1, 1, 2, 2, 2]
     assert record["phase"].tolist() == [0, 1, 1, 0, 0, 1]
     assert record["thread"].tolist() == [0, 0, 0, 0, 0, 1]
     assert record["start"].tolist() == [0.0, 1.0, 2.0, 3.0, 3.5, 0.0]
+    assert record["end"].tolist() == [1.0, 2.0, 3.0, 3.5, 4.5, 2.0]
     assert record["wait"].tolist() == [0.0, 0.25, 0.25, 0.0, 0.0, 0.5]
-    assert record["cpu"].tolist() == [1.0, 0.5, 1.0, 0.5, 0.25, 1.0]
+    assert record["cpu"].tolist() == [1.0, 0.5, 0.5, 0.5, 0.25, 1.0]
     assert record["halo"].tolist() == [0.0, 0.0, 0.0, 0.0, 0.0, 0.5]  # 1 s at half a core
     assert record["part"].dtype == np.int64 and record["cpu"].dtype == np.float64
     assert all(v.size == 0 for v in TaskRecord.from_clocks([ThreadClock()]).arrays().values())

@@ -31,31 +31,38 @@ both sides (a face's row is one run of step 1, its column one run of step the ro
 so a copy loop reads no index per cell. :func:`grapeshot.runtime.halo_plan.strided_runs` cuts
 the cells of a halo slab into them.
 
-The tuple, by position (named by the constants below; arrays int64 unless said; ``L`` local
-partitions):
+The tuple has five arrays, named by the constants below (a batch call's arguments are typed
+one array at a time, each time it is called: five arrays cost numba's dispatch a third of what
+twenty-two did):
 
 - ``DATA``: float64, the rank's arena of exchanged fields (every copy reads or writes it);
-- ``RAN``: ``(L,)``, 1 once local partition ``i`` began in this phase;
+- ``INBOX``: float64, this phase's received messages;
+- ``OUTBOX``: float64, the next phase's messages;
+- ``STATE``: int64 ``(2 + L + H,)``, what the copies write (:func:`state`): ``L`` (local
+  partitions), the partition whose packing is still to do (``-1``: none), per partition 1
+  once it began in this phase, and per task the nanoseconds it spent in copies (``H`` is
+  ``L``, or 0 where nothing is copied: nothing is timed);
+- ``TABLES``: int64, every read-only table one after the other, after ``N_TABLES + 1``
+  offsets (:func:`pack_tables`); table ``k`` is ``TABLES[TABLES[k]:TABLES[k + 1]]``.
+
+The tables, by number (``L`` local partitions):
+
 - ``PAIR_PTR``: ``(L + 1,)``, CSR into ``PAIR_LINK``: the local links touching ``i``;
 - ``PAIR_LINK``: link ids;
 - ``LINK_SRC``, ``LINK_DST``: ``(n_links,)`` the partitions (positions) of each local link;
 - ``LINK_PTR``: ``(n_links + 1,)``, each link's range of rows in ``COPY_RUNS``;
-- ``COPY_RUNS``: ``(runs, 5)``: source cell, source step, destination cell, destination step,
-  count, in ``DATA``;
+- ``COPY_RUNS``: ``(runs, 5)`` row by row: source cell, source step, destination cell,
+  destination step, count, in ``DATA``;
 - ``PIECE_PTR``: ``(L + 1,)``, CSR into the pieces of arrived messages landing in ``i``;
 - ``PIECE_AT``: where a piece starts in ``INBOX``; ``PIECE_LO``, ``PIECE_HI``: its range of
   rows in ``PIECE_RUNS``;
-- ``PIECE_RUNS``: ``(runs, 3)``: first cell, step, count in ``DATA``, filled from the
-  piece's consecutive words of ``INBOX``;
-- ``INBOX``: float64, this phase's received messages;
-- ``HALO_NS``: ``(L,)``, nanoseconds task ``t`` spent in copies;
+- ``PIECE_RUNS``: ``(runs, 3)`` row by row: first cell, step, count in ``DATA``, filled from
+  the piece's consecutive words of ``INBOX``;
 - ``OUT_PTR``: ``(L + 1,)``, CSR into the pieces of the next phase's messages ``i`` packs;
 - ``OUT_AT``: where a piece goes in ``OUTBOX``; ``OUT_LO``, ``OUT_HI``: its range of rows in
   ``OUT_RUNS``;
-- ``OUT_RUNS``: ``(runs, 3)``: first cell, step, count in ``DATA``, packed into the piece's
-  consecutive words of ``OUTBOX``;
-- ``OUTBOX``: float64, the next phase's messages;
-- ``LAST``: ``(1,)``, the partition whose packing is still to do (``-1``: none).
+- ``OUT_RUNS``: ``(runs, 3)`` row by row: first cell, step, count in ``DATA``, packed into
+  the piece's consecutive words of ``OUTBOX``.
 """
 
 from __future__ import annotations
@@ -65,40 +72,102 @@ from numba import njit
 
 from grapeshot.model.clock import now_ns
 
-#: The positions of the ``halos`` tuple (see the module).
+#: The entries of the ``halos`` tuple (see the module).
+DATA, INBOX, OUTBOX, STATE, TABLES = range(5)
+#: The tables in ``TABLES`` (see the module).
 (
-    DATA, RAN, PAIR_PTR, PAIR_LINK, LINK_SRC, LINK_DST, LINK_PTR, COPY_RUNS, PIECE_PTR,
-    PIECE_AT, PIECE_LO, PIECE_HI, PIECE_RUNS, INBOX, HALO_NS, OUT_PTR, OUT_AT, OUT_LO, OUT_HI,
-    OUT_RUNS, OUTBOX, LAST,
-) = range(22)  # fmt: skip
-#: The entries :func:`grapeshot.runtime.halo_plan.fused_halos` gives, and
+    PAIR_PTR, PAIR_LINK, LINK_SRC, LINK_DST, LINK_PTR, COPY_RUNS, PIECE_PTR, PIECE_AT,
+    PIECE_LO, PIECE_HI, PIECE_RUNS, OUT_PTR, OUT_AT, OUT_LO, OUT_HI, OUT_RUNS,
+) = range(16)  # fmt: skip
+N_TABLES = 16
+#: The tables :func:`grapeshot.runtime.halo_plan.fused_halos` gives, and
 #: :func:`~grapeshot.runtime.halo_plan.fused_packs`.
-OWN_COPIES = slice(PAIR_PTR, INBOX)
-PACKS = slice(OUT_PTR, OUTBOX)
+OWN_COPIES = slice(PAIR_PTR, OUT_PTR)
+PACKS = slice(OUT_PTR, N_TABLES)
+#: Where ``STATE`` holds ``L`` and the partition still to pack; the ``ran`` flags follow.
+_N, _LAST, _RAN = 0, 1, 2
+
+
+def new_state(n_local: int, timed: bool) -> np.ndarray:
+    """A ``STATE`` array for ``n_local`` partitions, nothing begun, nothing to pack;
+    ``timed``: with room for each task's nanoseconds of copies."""
+    state = np.zeros(2 + n_local * (2 if timed else 1), dtype=np.int64)
+    state[_N], state[_LAST] = n_local, -1
+    return state
+
+
+def state(array: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Views of a ``STATE`` array: ``(last (1,), ran (L,), halo_ns (H,))``."""
+    n = int(array[_N])
+    return array[_LAST : _LAST + 1], array[_RAN : _RAN + n], array[_RAN + n :]
+
+
+def empty_tables(n_local: int) -> list[np.ndarray]:
+    """The ``N_TABLES`` tables of no copies for ``n_local`` partitions."""
+    none = np.zeros(0, dtype=np.int64)
+    ptr = np.zeros(n_local + 1, dtype=np.int64)
+    tables = [none] * N_TABLES
+    tables[PAIR_PTR] = tables[PIECE_PTR] = tables[OUT_PTR] = ptr
+    tables[LINK_PTR] = np.zeros(1, dtype=np.int64)
+    return tables
+
+
+def pack_tables(tables: list[np.ndarray]) -> np.ndarray:
+    """``TABLES`` of ``N_TABLES`` int tables (2-D ones row by row)."""
+    flat = [np.ascontiguousarray(t, dtype=np.int64).ravel() for t in tables]
+    sizes = np.array([t.size for t in flat], dtype=np.int64)
+    head = N_TABLES + 1 + np.concatenate([[0], np.cumsum(sizes)])
+    return np.concatenate([head, *flat]).astype(np.int64)
+
+
+def make_halos(
+    n_local: int,
+    *,
+    data: np.ndarray | None = None,
+    own: tuple | list | None = None,
+    inbox: np.ndarray | None = None,
+    packs: tuple | list | None = None,
+    outbox: np.ndarray | None = None,
+    state_array: np.ndarray | None = None,
+) -> tuple:
+    """A ``halos`` tuple for ``n_local`` partitions: ``own`` (the tables of
+    :data:`OWN_COPIES`) copy this phase's halos between ``data`` and ``inbox``; ``packs``
+    (:data:`PACKS`) pack the next phase's messages into ``outbox``; ``state_array`` (default
+    a new one, timed if anything is copied) is what the copies write."""
+    tables = empty_tables(n_local)
+    if own is not None:
+        tables[OWN_COPIES] = list(own)
+    if packs is not None:
+        tables[PACKS] = list(packs)
+    empty = np.zeros(0, dtype=np.float64)
+    if state_array is None:
+        state_array = new_state(n_local, own is not None or packs is not None)
+    return (
+        empty if data is None else data,
+        empty if inbox is None else inbox,
+        empty if outbox is None else outbox,
+        state_array,
+        pack_tables(tables),
+    )
 
 
 def no_halos(n_local: int) -> tuple:
     """A ``halos`` tuple with nothing to copy, for ``n_local`` partitions."""
-    none = np.zeros(0, dtype=np.int64)
-    ptr = np.zeros(n_local + 1, dtype=np.int64)
-    empty = np.zeros(0, dtype=np.float64)
-    return (
-        empty, np.zeros(n_local, dtype=np.int64), ptr, none, none, none,
-        np.zeros(1, dtype=np.int64), np.zeros((0, 5), dtype=np.int64), ptr, none, none, none,
-        np.zeros((0, 3), dtype=np.int64), empty, none, ptr, none, none, none,
-        np.zeros((0, 3), dtype=np.int64), empty, np.full(1, -1, dtype=np.int64),
-    )  # fmt: skip
+    return make_halos(n_local)
 
 
 @njit(cache=True, nogil=True)
 def _pack(halos, i) -> None:
     """Gather local partition ``i``'s pieces of the next phase's messages."""
-    data, out_ptr, out_at = halos[DATA], halos[OUT_PTR], halos[OUT_AT]
-    out_lo, out_hi, runs, outbox = halos[OUT_LO], halos[OUT_HI], halos[OUT_RUNS], halos[OUTBOX]
-    for e in range(out_ptr[i], out_ptr[i + 1]):
-        at = out_at[e]
-        for r in range(out_lo[e], out_hi[e]):
-            first, step, count = runs[r, 0], runs[r, 1], runs[r, 2]
+    # Tables are read at their offsets in TABLES, not sliced: a slice is an array object
+    # whose reference counting costs more than the few cells most tasks copy.
+    data, outbox, tb = halos[DATA], halos[OUTBOX], halos[TABLES]
+    ptr, at0, lo, hi, runs = tb[OUT_PTR], tb[OUT_AT], tb[OUT_LO], tb[OUT_HI], tb[OUT_RUNS]
+    for e in range(tb[ptr + i], tb[ptr + i + 1]):
+        at = tb[at0 + e]
+        for r in range(tb[lo + e], tb[hi + e]):
+            row = runs + 3 * r
+            first, step, count = tb[row], tb[row + 1], tb[row + 2]
             for c in range(count):
                 outbox[at + c] = data[first + c * step]
             at += count
@@ -109,50 +178,60 @@ def task_begins(halos, stamps, t, i) -> None:
     """Stamp task ``t`` (local partition ``i``) and make its halo copies (see the module)."""
     start = now_ns()
     stamps[t] = start
-    last = halos[LAST]
-    if last[0] >= 0:
-        _pack(halos, last[0])
-    data, ran = halos[DATA], halos[RAN]
+    st, tb = halos[STATE], halos[TABLES]
+    if st[_LAST] >= 0:
+        _pack(halos, st[_LAST])
+    data = halos[DATA]
+    n = st[_N]
     pair_ptr, pair_link, link_src, link_dst = (
-        halos[PAIR_PTR], halos[PAIR_LINK], halos[LINK_SRC], halos[LINK_DST],
-    )  # fmt: skip
-    link_ptr, copies = halos[LINK_PTR], halos[COPY_RUNS]
-    for e in range(pair_ptr[i], pair_ptr[i + 1]):
-        link = pair_link[e]
-        other = link_dst[link] if link_src[link] == i else link_src[link]
-        if other != i and ran[other] != 0:
+        tb[PAIR_PTR],
+        tb[PAIR_LINK],
+        tb[LINK_SRC],
+        tb[LINK_DST],
+    )
+    link_ptr, copies = tb[LINK_PTR], tb[COPY_RUNS]
+    for e in range(tb[pair_ptr + i], tb[pair_ptr + i + 1]):
+        link = tb[pair_link + e]
+        src_part, dst_part = tb[link_src + link], tb[link_dst + link]
+        other = dst_part if src_part == i else src_part
+        if other != i and st[_RAN + other] != 0:
             continue  # copied when the other partition began
-        for r in range(link_ptr[link], link_ptr[link + 1]):
-            src, src_step, dst, dst_step = copies[r, 0], copies[r, 1], copies[r, 2], copies[r, 3]
-            for c in range(copies[r, 4]):
+        for r in range(tb[link_ptr + link], tb[link_ptr + link + 1]):
+            row = copies + 5 * r
+            src, src_step, dst, dst_step = tb[row], tb[row + 1], tb[row + 2], tb[row + 3]
+            for c in range(tb[row + 4]):
                 data[dst + c * dst_step] = data[src + c * src_step]
     piece_ptr, piece_at, piece_lo, piece_hi = (
-        halos[PIECE_PTR], halos[PIECE_AT], halos[PIECE_LO], halos[PIECE_HI],
-    )  # fmt: skip
-    runs, inbox = halos[PIECE_RUNS], halos[INBOX]
-    for e in range(piece_ptr[i], piece_ptr[i + 1]):
-        at = piece_at[e]
-        for r in range(piece_lo[e], piece_hi[e]):
-            first, step, count = runs[r, 0], runs[r, 1], runs[r, 2]
+        tb[PIECE_PTR],
+        tb[PIECE_AT],
+        tb[PIECE_LO],
+        tb[PIECE_HI],
+    )
+    runs, inbox = tb[PIECE_RUNS], halos[INBOX]
+    for e in range(tb[piece_ptr + i], tb[piece_ptr + i + 1]):
+        at = tb[piece_at + e]
+        for r in range(tb[piece_lo + e], tb[piece_hi + e]):
+            row = runs + 3 * r
+            first, step, count = tb[row], tb[row + 1], tb[row + 2]
             for c in range(count):
                 data[first + c * step] = inbox[at + c]
             at += count
-    ran[i] = 1
-    last[0] = i
-    halo_ns = halos[HALO_NS]
-    if t < halo_ns.size:
-        halo_ns[t] = now_ns() - start
+    st[_RAN + i] = 1
+    st[_LAST] = i
+    if st.size > _RAN + n + t:  # timed: the task's copies
+        st[_RAN + n + t] = now_ns() - start
 
 
 @njit(cache=True, nogil=True)
 def batch_ends(halos, stamps, n) -> None:
     """Pack the last task's part of the next phase's messages and stamp the batch's end."""
-    last = halos[LAST]
-    if last[0] >= 0:
+    st = halos[STATE]
+    last = st[_LAST]
+    if last >= 0:
         start = now_ns()
-        _pack(halos, last[0])
-        last[0] = -1
-        halo_ns = halos[HALO_NS]
-        if 0 < n <= halo_ns.size:
-            halo_ns[n - 1] += now_ns() - start
+        _pack(halos, last)
+        st[_LAST] = -1
+        n_local = st[_N]
+        if 0 < n <= n_local and st.size > _RAN + n_local:
+            st[_RAN + n_local + n - 1] += now_ns() - start
     stamps[n] = now_ns()

@@ -316,11 +316,13 @@ class RankRunner:
         while any(clock.running for clock in clocks[1:]):  # a worker closing its last burst
             time.sleep(0.0001)
         compile_seconds, compiled = self.compiles.take()
-        main_tasks = clocks[0].main_seconds()
+        record = TaskRecord.from_clocks(clocks)
+        main = record.thread == 0
+        main_tasks = float((record.end[main] - record.start[main]).sum())
         result = RankResult(
             plan.rank,
             plan.blocks,
-            TaskRecord.from_clocks(clocks),
+            record,
             self.work.counts(),
             wall,
             self.dispatch.threads,
@@ -342,8 +344,7 @@ class RankRunner:
             compiled,
         )
         for clock in clocks:
-            clock.rows.clear()
-            clock.cpu.clear()
+            clock.clear()
         self.work = WorkLog(plan)
         self.tally.reset()
         self.tasks.gil.clear()

@@ -14,17 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grapeshot.model.task_halos import (
-    DATA,
-    HALO_NS,
-    INBOX,
-    LAST,
-    OUTBOX,
-    OWN_COPIES,
-    PACKS,
-    RAN,
-    no_halos,
-)
+from grapeshot.model.task_halos import make_halos, new_state, state
 from grapeshot.runtime.halo_plan import fused_halos, fused_packs
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.rank_plan import RankPlan
@@ -52,6 +42,9 @@ class Fusion:
         int ``(L,)``: nanoseconds each task of the last batch call spent on its copies.
     last
         int ``(1,)``: scratch of the packing tasks.
+
+    The three are views of the one ``STATE`` array every row with copies shares
+    (:mod:`grapeshot.model.task_halos`).
     """
 
     halos: dict[int, tuple[tuple, tuple]]
@@ -65,27 +58,30 @@ class Fusion:
     def build(cls, plan: RankPlan, mail: Mailboxes, threads: int) -> Fusion:
         """Plan the fused copies of ``plan``'s batched phases with ``threads`` threads."""
         n = len(plan.local)
-        ran = np.zeros(n, dtype=np.int64)
-        halo_ns = np.zeros(n, dtype=np.int64)
-        last = np.full(1, -1, dtype=np.int64)
+        shared = new_state(n, timed=True)  # every row with copies writes this one
+        last, ran, halo_ns = state(shared)
         fused: set[int] = set()
         prepacks: dict[int, int] = {}
         halos = {}
         for k in plan.batched:
             own, packs = _copies(plan, mail, k) if threads == 1 else (None, None)
-            by_parity = []
-            for parity in (0, 1):
-                row = list(no_halos(n))
-                if own is not None:
-                    row[DATA], row[RAN], row[OWN_COPIES] = plan.arena.shared, ran, own
-                    row[INBOX], row[HALO_NS] = mail.inbox(k, parity).view(np.float64), halo_ns
-                    fused.add(k)
-                if packs is not None:
-                    row[DATA], row[HALO_NS], row[PACKS] = plan.arena.shared, halo_ns, packs[parity]
-                    row[OUTBOX], row[LAST] = mail.space.view(np.float64), last
-                    prepacks[k] = (k + 1) % len(plan.program.phases)
-                by_parity.append(tuple(row))
-            halos[k] = (by_parity[0], by_parity[1])
+            if own is not None:
+                fused.add(k)
+            if packs is not None:
+                prepacks[k] = (k + 1) % len(plan.program.phases)
+            copies = own is not None or packs is not None
+            halos[k] = tuple(
+                make_halos(
+                    n,
+                    data=plan.arena.shared if copies else None,
+                    own=own,
+                    inbox=None if own is None else mail.inbox(k, parity).view(np.float64),
+                    packs=None if packs is None else packs[parity],
+                    outbox=None if packs is None else mail.space.view(np.float64),
+                    state_array=shared if copies else None,
+                )
+                for parity in (0, 1)
+            )
         return cls(halos, frozenset(fused), prepacks, ran, halo_ns, last)
 
 

@@ -79,6 +79,8 @@ class Halos:
         #: The grid exchanges whose messages the phase before packed already.
         self.prepacked: set[int] = set()
         self.custom_halo: dict[tuple[int, int], int] = {}
+        #: Every local position: the ready tasks of a phase without an exchange.
+        self.everyone = np.arange(len(plan.local), dtype=np.int64)
 
     # -- a phase's halo round ----------------------------------------------------------------
 
@@ -104,7 +106,7 @@ class Halos:
             need = plan.need_template.copy()
             pending = list(plan.sources)
         else:
-            need = np.zeros(len(plan.local), dtype=np.int64)
+            need = None
         return HaloRound(self, step, k, need, pending, start)
 
     def send_grid(self, step: int, k: int) -> None:
@@ -271,7 +273,8 @@ class HaloRound:
     Attributes
     ----------
     need
-        int ``(L,)``: how many source ranks' messages each local partition still waits for.
+        int ``(L,)``: how many source ranks' messages each local partition still waits for
+        (``None`` in a phase without an exchange: none).
     pending
         Source ranks whose message has not arrived yet.
     start
@@ -281,7 +284,13 @@ class HaloRound:
     __slots__ = ("grid", "halos", "k", "need", "pending", "start", "step")
 
     def __init__(
-        self, halos: Halos, step: int, k: int, need: np.ndarray, pending: list[int], start: float
+        self,
+        halos: Halos,
+        step: int,
+        k: int,
+        need: np.ndarray | None,
+        pending: list[int],
+        start: float,
     ) -> None:
         self.halos = halos
         self.step = step
@@ -293,6 +302,8 @@ class HaloRound:
 
     def ready(self) -> np.ndarray:
         """Positions of the local partitions with every halo at hand, ascending."""
+        if self.need is None:  # no exchange: every partition
+            return self.halos.everyone
         return np.flatnonzero(self.need == 0)
 
     def next(self, block: bool = True) -> tuple[np.ndarray, float] | None:

@@ -160,6 +160,9 @@ class PhaseTasks:
         if batch.status is not None:
             f = batch.fields.index(batch.status)
             status = (arrays[f], bases[f])
+        # A batch the runtime generated (plain_batch) keeps the protocol by construction:
+        # with no check_block either, nothing is left to check after its calls.
+        verdict = checked or batch.status is not None or phase.batch is not None
         local = np.asarray(plan.local, dtype=np.int64)
         boxes, blocks = plan.boxes, plan.blocks
         by_parity = fusion.halos[k]
@@ -183,16 +186,17 @@ class PhaseTasks:
                     params[:] = (ctx, params_of(ctx))
                 run(arrays, bases, positions, params[1], iparams, values, stamps, halos)
                 back = perf_counter()
-                ok, flagged = batch_verdict(positions, stamps, ran, fused, *status)
-                if not ok:
-                    raise RuntimeError(
-                        f"the batch of phase {name!r} must call "
-                        "grapeshot.model.task_halos.task_begins before each partition and "
-                        "batch_ends after the last"
-                    )
-                if checked:
-                    for p in local[flagged].tolist():
-                        check(blocks[p], boxes[p], ctx, name)
+                if verdict:
+                    ok, flagged = batch_verdict(positions, stamps, ran, fused, *status)
+                    if not ok:
+                        raise RuntimeError(
+                            f"the batch of phase {name!r} must call "
+                            "grapeshot.model.task_halos.task_begins before each partition and "
+                            "batch_ends after the last"
+                        )
+                    if checked:
+                        for p in local[flagged].tolist():
+                            check(blocks[p], boxes[p], ctx, name)
             except BaseException as exc:  # the main thread reports it and aborts the run
                 # The task that raised is the last one that began.
                 begun = np.flatnonzero(stamps[: positions.size])
@@ -202,14 +206,16 @@ class PhaseTasks:
                 watch.fail(int(local[at]) if at >= 0 else -1, step, name, exc)
             watch.progress_at = time.perf_counter()
             if positions.size:
-                times = stamps * 1e-9 + clock.stamp_offset
-                if back and stamps[-1]:  # batch_ends stamped the end: the GIL wait after it
+                offset = clock.stamp_offset
+                end = int(stamps[-1])  # a Python int: numpy scalar arithmetic costs a µs
+                if back and end:  # batch_ends stamped the end: the GIL wait after it
                     acc = gil.setdefault(thread, [0.0, 0])
-                    acc[0] += max(0.0, back - clock.t0 - times[-1])
+                    acc[0] += max(0.0, back - clock.t0 - (end * 1e-9 + offset))
                     acc[1] += 1
-                row = (local[positions], step, k, thread, times[:-1], times[1:], waited)
+                # A batch row (timeline.ThreadClock): stamps become seconds after the run.
+                row = (local[positions], step, k, thread, stamps, offset, waited)
                 if timed:
-                    row = (*row, halo_ns[: positions.size] * 1e-9)
+                    row = (*row, halo_ns[: positions.size].copy())
                 rows.append(row)
 
         def warm() -> None:

@@ -55,38 +55,67 @@ class TaskRecord:
     def from_clocks(cls, clocks: list[ThreadClock]) -> TaskRecord:
         """The rows every thread's clock recorded (columns as numpy arrays).
 
-        A batch row becomes its tasks' columns by whole arrays: at thousands of partitions a
-        rank records hundreds of thousands of tasks, and a Python value per task and column
-        (as before) cost about 0.6 µs a task in the gathering after the run.
+        A batch row holds its tasks' parts, stamps (and halo nanoseconds) as arrays and one
+        value of each other column: those are repeated and the stamps turned into seconds
+        once for the whole run, so gathering costs a few list appends per batch row and
+        nothing per task. A task's ``cpu`` is its wall time times its burst's share of a
+        core, and so is its ``halo``.
         """
-        names = ("part", "step", "phase", "thread", "start", "end", "wait", "halo", "cpu")
-        pieces: dict[str, list] = {name: [] for name in names}
+        parts: list[np.ndarray] = []
+        starts: list[np.ndarray] = []  # nanoseconds (batches) or seconds (single tasks)
+        ends: list[np.ndarray] = []
+        halos: list[tuple[int, np.ndarray]] = []  # (first task, its batch's halo ns)
+        # Per row: (step, phase, thread, wait, share, seconds per start unit, offset) and how
+        # many tasks it holds.
+        scalars: list[tuple] = []
+        counts: list[int] = []
         singles: list[tuple] = []  # per-task rows since the last batch row, in order
+        total = 0
 
         def flush() -> None:
             if singles:
-                for name, column in zip(names, zip(*singles, strict=True), strict=True):
-                    pieces[name].append(np.asarray(column))
+                part, start, end = zip(*singles, strict=True)
+                parts.append(np.asarray(part, dtype=np.int64))
+                starts.append(np.asarray(start, dtype=np.float64))
+                ends.append(np.asarray(end, dtype=np.float64))
                 singles.clear()
 
         for clock in clocks:
-            for row, cpu in zip(clock.rows, clock.cpu, strict=True):
-                # The halo copies' wall seconds, at the same share of a core as the task.
-                halo = row[7] * cpu / np.maximum(row[5] - row[4], 1e-12) if len(row) > 7 else 0.0
-                if isinstance(row[0], np.ndarray):  # a batch: parts, starts, ends are arrays
+            for row, share in zip(clock.rows, clock.shares, strict=True):
+                if isinstance(row[0], np.ndarray):  # a batch row (ThreadClock)
                     flush()
                     n = row[0].size
-                    for name, value in zip(names, (*row[:7], halo, cpu), strict=True):
-                        pieces[name].append(
-                            value if isinstance(value, np.ndarray) else np.full(n, value)
-                        )
+                    stamps = row[4]
+                    parts.append(row[0])
+                    starts.append(stamps[:-1])
+                    ends.append(stamps[1:])
+                    if len(row) > 7:
+                        halos.append((total, row[7]))
+                    scalars.append((row[1], row[2], row[3], row[6], share, 1e-9, row[5]))
                 else:
-                    singles.append((*row[:7], halo, cpu))
+                    n = 1
+                    singles.append((row[0], row[4], row[5]))
+                    scalars.append((row[1], row[2], row[3], row[6], share, 1.0, 0.0))
+                counts.append(n)
+                total += n
         flush()
         record = cls()
-        for name, kind in zip(names, (np.int64,) * 4 + (np.float64,) * 5, strict=True):
-            chunks = [np.asarray(piece, dtype=kind) for piece in pieces[name]]
-            setattr(record, name, np.concatenate(chunks) if chunks else np.zeros(0, kind))
+        table = np.asarray(scalars, dtype=np.float64).reshape(-1, 7)
+        columns = [np.repeat(table[:, c], np.asarray(counts, dtype=np.int64)) for c in range(7)]
+        step, phase, thread, wait, share, unit, offset = columns
+        record.part = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        raw = [np.concatenate(pieces) if pieces else np.zeros(0) for pieces in (starts, ends)]
+        record.start, record.end = (r * unit + offset for r in raw)
+        record.step, record.phase, record.thread = (
+            c.astype(np.int64) for c in (step, phase, thread)
+        )
+        record.wait = wait
+        record.cpu = (record.end - record.start) * share
+        halo = np.zeros(total)
+        for first, ns in halos:
+            halo[first : first + len(ns)] = ns
+        # The halo copies' wall seconds, at the same share of a core as the task.
+        record.halo = halo * 1e-9 * share
         return record
 
 
@@ -103,17 +132,20 @@ class ThreadClock:
     Attributes
     ----------
     rows
-        ``(part, step, phase, thread, start, end, wait[, halo])`` per task, or per batch of
-        tasks with ``part``, ``start``, ``end`` (and ``halo``: wall seconds of the task's own
-        halo copies) as arrays; times in seconds since :attr:`RunClock.t0`.
-    cpu
-        CPU seconds of each row (of each task of a batch row: one value for the batch), filled
-        in when a burst ends.
+        ``(part, step, phase, thread, start, end, wait)`` per task, times in seconds since
+        :attr:`RunClock.t0`; or per batch of tasks ``(parts, step, phase, thread, stamps,
+        offset, wait[, halo])``: int arrays ``parts (n,)``, ``stamps (n + 1,)`` (the
+        ``CLOCK_MONOTONIC`` nanoseconds each task began at, then the batch's end),
+        ``offset`` (:attr:`RunClock.stamp_offset`) and ``halo (n,)``: the nanoseconds each
+        task spent in its own halo copies.
+    shares
+        Per row, the share of a core its burst had (CPU over wall seconds, at most 1), filled
+        in when the burst ends: a task's CPU seconds are its wall seconds times it.
     """
 
     def __init__(self) -> None:
         self.rows: list[tuple] = []
-        self.cpu: list[float] = []
+        self.shares: list[float] = []
         self.running = False
         self.cpu0 = self.wall0 = 0.0
 
@@ -131,15 +163,12 @@ class ThreadClock:
         self.running = False
         wall = time.perf_counter() - self.wall0
         share = min(1.0, (time.thread_time() - self.cpu0) / wall) if wall > 0 else 1.0
-        self.cpu.extend((row[5] - row[4]) * share for row in self.rows[len(self.cpu) :])
+        self.shares.extend([share] * (len(self.rows) - len(self.shares)))
 
-    def main_seconds(self) -> float:
-        """Wall seconds of every row (the main thread's time in tasks)."""
-        total = 0.0
-        for row in self.rows:  # a task's row holds floats: np.sum of one cost 3-7 µs a task
-            span = row[5] - row[4]
-            total += float(span.sum()) if isinstance(span, np.ndarray) else span
-        return total
+    def clear(self) -> None:
+        """Forget the rows (a segment's record was taken)."""
+        self.rows.clear()
+        self.shares.clear()
 
 
 class RunClock:
