@@ -28,6 +28,11 @@ bits. The output names it; never only the split that loses.
 5. With ``swe``: the simulator, calibrated once from the Birdshot 16×16 run's record
    (network ping-pong, halo copy bandwidth, runtime bookkeeping), predicts the wall time of
    geometric 2×1 and Birdshot 8×8 and 16×16 from their records' task costs.
+6. With ``front``: ``greedy-refine`` every 5 steps at 16×16, rebalancing inside the run; the
+   simulator, calibrated from each run's own record (the calls' and re-plans' seconds too),
+   replays it and Birdshot 16×16 (the control, no rebalance). Goals (issue 41): within 10%
+   of the measured wall time, and the same moves; greedy-refine ≤ 0.70× the best one-block
+   run.
 
 Every grapeshot run goes through ``grapeshot run ... --json`` under ``mpiexec``, as a user
 runs it. Each row is repeated ``--repeats`` times in interleaved rounds (every row once per
@@ -81,6 +86,7 @@ RUNS = (
     ("front birdshot 8x8", FRONT, 2, 1, "birdshot", "8,8"),
     ("front birdshot 16x16", FRONT, 2, 1, "birdshot", "16,16"),
     ("front birdshot 32x32", FRONT, 2, 1, "birdshot", "32,32"),
+    ("front greedy-refine 16x16", FRONT, 2, 1, "greedy-refine", "16,16"),
     ("uniform geometric 2x1", UNIFORM, 2, 1, "geometric", "2,1"),
     ("uniform geometric 1x2", UNIFORM, 2, 1, "geometric", "1,2"),
     ("uniform mpi4py block 2x1", ["allen-cahn", *EXAMPLE_SIZE], 2, 1, BLOCK, "2,1"),
@@ -90,6 +96,14 @@ RUNS = (
 )
 GROUPS = ("swe", "sph", "front", "uniform")
 RECORDED = ("swe geometric 2x1", "swe birdshot 8x8", "swe birdshot 16x16")
+#: Front runs replayed from their own records: in-run rebalancing, and its static control.
+RECORDED_FRONT = ("front birdshot 16x16", "front greedy-refine 16x16")
+#: Steps between a dynamic strategy's calls (issue 41: greedy-refine every 5 steps).
+INTERVAL = 5
+#: Dynamic strategies among the rows' strategies (run with ``--interval``).
+DYNAMIC = ("greedy-refine",)
+#: Issue 41's goal for the best dynamic strategy rebalancing in the run (front).
+DYNAMIC_GOAL = 0.70
 #: Issue 41's goals: Birdshot's wall at most this many times the best one-block run.
 GOALS = {
     "swe": (("16x16", 1.03), ("32x32", 1.06)),
@@ -129,6 +143,8 @@ def run(app: list[str], ranks: int, threads: int, strategy: str, parts: str, rec
         "--parts", parts, "--strategy", strategy, "--threads", str(threads), "--seed", "0",
         "--json",
     ]  # fmt: skip
+    if strategy in DYNAMIC:
+        cmd += ["--interval", str(INTERVAL)]
     if record is not None:
         cmd += ["--record", str(record)]
     return run_json(cmd)
@@ -209,6 +225,10 @@ def compare_group(best: dict[str, dict], group: str) -> None:
                 f"        {label} wall: {s['wall_time']:.3f} s vs {base:.3f} s, ratio "
                 f"{s['wall_time'] / base:.2f} (no goal)"
             )
+    for label, s in best.items():
+        if label.split()[0] == group and label.split()[1] in DYNAMIC:
+            # The wall time holds the rebalancing calls and the re-plans between the steps.
+            check_goal(label, s["wall_time"], base, base_label, DYNAMIC_GOAL)
 
 
 def _check(label: str, ok: bool, detail: str) -> None:
@@ -223,7 +243,8 @@ def main() -> None:
     groups = tuple(args.only) if args.only else GROUPS
     rows = {row[0]: row[1:] for row in RUNS if row[0].split()[0] in groups}
     with tempfile.TemporaryDirectory() as tmp:
-        records = {label: Path(tmp) / f"{i}.h5" for i, label in enumerate(RECORDED)}
+        recorded = (*RECORDED, *RECORDED_FRONT)
+        records = {label: Path(tmp) / f"{i}.h5" for i, label in enumerate(recorded)}
         trial = Path(tmp) / "trial.h5"
 
         def run_one(label: str) -> dict:
@@ -258,6 +279,8 @@ def main() -> None:
             compare_group(best, group)
         if "swe" in groups:
             _swe_checks(best, records)
+        if "front" in groups:
+            _front_checks(records)
 
 
 def _swe_checks(best: dict[str, dict], records: dict[str, Path]) -> None:
@@ -286,6 +309,43 @@ def _swe_checks(best: dict[str, dict], records: dict[str, Path]) -> None:
             abs(r.error) <= 0.25,
             f"predicted {r.predicted:.2f} s, measured {r.measured:.2f} s ({r.error:+.1%})",
         )
+
+
+def _front_checks(records: dict[str, Path]) -> None:
+    """The simulator, calibrated from each front run's own record, against that run: the
+    wall time within 10% and, for the in-run rebalancing, the moves the run made."""
+    import h5py
+
+    for label in RECORDED_FRONT:
+        path = str(records[label])
+        calibration = calibration_from_record(path)
+        r = replay(path, calibration)
+        with h5py.File(path, "r") as f:
+            calls = f.get("run/rebalances")
+            moved = 0 if calls is None else int(calls["parts_moved"][()].sum())
+            between = float(f["run/ranks/rebalance_seconds"][()].max())
+        ok = abs(r.error) <= 0.10
+        _check(
+            f"{label}: predicted from its own record within 10% of measured",
+            ok,
+            f"predicted {r.predicted:.3f} s, measured {r.measured:.3f} s ({r.error:+.1%}); "
+            f"{moved} moves made, {r.result.partitions_migrated} simulated; rebalancing "
+            f"{between:.3f} s measured (the slowest rank), {r.result.rebalance_time:.3f} s "
+            f"simulated (call {calibration.rebalance_overhead * 1e3:.2f} ms, re-plan "
+            f"{calibration.replan_overhead * 1e6:.0f} us per partition held)",
+        )
+        if moved:
+            _check(
+                f"{label}: the simulated strategy makes the run's moves",
+                r.result.partitions_migrated == moved,
+                f"{r.result.partitions_migrated} vs {moved}",
+            )
+        figure(
+            f"{label}, wall predicted by the simulator calibrated from its own record",
+            r.predicted, r.measured, same=None, unit="s",
+            baseline_name="the measured wall time of the same run",
+            note=f"goal: within 10% of measured, {'PASS' if ok else 'MISS'} ({r.error:+.1%})",
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

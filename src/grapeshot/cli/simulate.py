@@ -66,7 +66,8 @@ _PARAGRAPHS = (
     "--window steps ahead; birdshot-dynamic swaps two partitions when a node is --threshold "
     "over the average; birdshot-best-of-k keeps the best of k random placements. Every "
     "rebalance is an allreduce of the measured loads, and a move costs the partition's "
-    "state over the network.",
+    "state over the network; with --calibrate from a run that rebalanced, each call also "
+    "costs the runtime's decision and, when it moves partitions, its re-plan, as measured.",
     "**Partitions per core.** Without --ppc the workload runs as it comes, on any machine: "
     "a trace's partitions as recorded, a synthetic SPEC's parts= as written. Every static "
     "strategy gives each node its share by cores (within one partition), so 128 partitions on 4 "
@@ -413,6 +414,16 @@ def simulate_command(
     threshold: ThresholdOption = None,
     balancer: BalancerOption = None,
     window: WindowOption = None,
+    balance_on: Annotated[
+        str | None,
+        typer.Option(
+            "--balance-on",
+            help="Dynamic strategies: what they are shown as each partition's load, time (its "
+            "simulated task seconds) or work (the trace's work counts, what grapeshot run's "
+            "strategies measure). Default: work with --calibrate and a trace with work "
+            "counts (predicting a run), else time.",
+        ),
+    ] = None,
     timeline: Annotated[
         Path | None,
         typer.Option("--timeline", help="Write a Chrome-trace timeline (Perfetto) here."),
@@ -445,7 +456,9 @@ def simulate_command(
             "--calibrate",
             help="Fit the machine's network, the runtime's overheads and the seconds per work "
             "unit to this run record (grapeshot run --record) and simulate with them; "
-            "replaces --task-overhead, --msg-overhead and --seconds-per-work.",
+            "replaces --task-overhead, --msg-overhead and --seconds-per-work, and, when the "
+            "run rebalanced, models its calls (decision, re-plan) and replaces "
+            "--state-bytes-per-cell by the bytes it moved.",
         ),
     ] = None,
 ) -> None:
@@ -498,12 +511,24 @@ def simulate_command(
         seconds = workload is not None and workload.units == "s"
         m, overheads = cal.apply(m, phases=phases, measured_costs=seconds)
         seconds_per_work = cal.task_scale
+        calls = ""
+        if cal.state_bytes_per_cell is not None:
+            state_bytes = round(cal.state_bytes_per_cell)
+            calls = (
+                f"; a rebalance {cal.rebalance_overhead * 1e3:.2f} ms + re-plan "
+                f"{cal.replan_overhead * 1e6:.0f} µs per partition held, {state_bytes} B "
+                "moved per cell"
+            )
         err_console.print(
             f"calibrated from {calibrate}: latency {cal.latency * 1e6:.1f} µs, bandwidth "
             f"{cal.bandwidth / 1e9:.2f} GB/s, {overheads.task * 1e6:.1f} µs per task, "
-            f"{cal.task_scale:.3g} s per work unit",
+            f"{cal.task_scale:.3g} s per work unit{calls}",
             highlight=False,
         )
+    if balance_on is None:
+        # A calibrated simulation predicts a run of the runtime, whose strategies see work.
+        counted = workload.work is not None if workload is not None else False
+        balance_on = "work" if calibrate is not None and counted else "time"
     options = SimOptions(
         phases=phases,
         sync=sync,
@@ -513,6 +538,7 @@ def simulate_command(
         hop_latency=hop_latency,
         state_bytes_per_cell=state_bytes,
         seconds_per_work=seconds_per_work,
+        balance_on=balance_on,
     )
     source = (
         WorkloadSource(spec=synthetic, steps=steps_ab)

@@ -54,6 +54,9 @@ class RunOutcome:
     network
         With ``probe_network``: ``bytes`` and one-way ``seconds`` of a ping-pong between rank
         0 and every other rank after the run (:func:`grapeshot.runtime.probe.ping_pong`).
+    rebalances
+        Runs rebalanced inside (a dynamic strategy, ``migrate_at``): one row per call, the
+        columns of :func:`_rebalances` (what the simulator calibrates its model of a call on).
     """
 
     summary: dict[str, Any]
@@ -65,6 +68,7 @@ class RunOutcome:
     fields: dict[str, np.ndarray]
     messages: dict[str, np.ndarray]
     network: dict[str, np.ndarray] | None = None
+    rebalances: dict[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,7 @@ def run_program(
         raise InputError(*where)
     migrated_bytes = 0
     seg_starts = None
+    mover = None
     if executor == "serial":
         results = [_serial_as_rank(program, steps, on_step)]
         final_node_of = node_of
@@ -229,10 +234,17 @@ def run_program(
             results = run_tasks(program, node_of, steps, cuts=cuts, rebalance=mover, **kwargs)
             final_node_of, migrated_bytes = mover.current, mover.migrated
             seg_starts = [0, *cuts]
+    from mpi4py.util import pkl5  # here: importing mpi4py.MPI starts MPI
+
     last = len(results) - 1
-    gathered = comm.gather(
+    # pkl5: the task records' arrays travel out of band, not copied into a pickle (half the
+    # gathering's time at a hundred thousand tasks a rank).
+    gathered = pkl5.Intracomm(comm).gather(
         [_portable(program, r, outputs=i == last) for i, r in enumerate(results)], root=0
     )
+    # Each rank timed its own part of every call (gather, decide, move): the rest of the time
+    # between its segments is its re-plan.
+    call_seconds = None if mover is None else comm.gather([c[3] for c in mover.calls], root=0)
     network = None
     if probe_network and size > 1:
         from grapeshot.runtime.probe import ping_pong
@@ -256,6 +268,10 @@ def run_program(
         seg_starts,
     )
     outcome.network = network
+    if mover is not None:
+        outcome.rebalances = _rebalances(mover.calls, call_seconds, gathered, program.n_parts)
+        if dynamic is not None:
+            outcome.summary["dynamic"] = _dynamic_parameters(dynamic)
     first, last = gathered[0][0], gathered[0][-1]
     outcome.summary["setup_seconds"] = max(0.0, first["started"] - setup_started)
     outcome.summary["gather_seconds"] = max(
@@ -308,13 +324,16 @@ class _InRun:
     """A task run's rebalance at a cut (:func:`~grapeshot.runtime.executor.run_tasks`'s
     ``rebalance``): ``propose(step, result, placement)`` (collective) gives a placement or
     ``None``; the blocks that change rank move (``alltoall``) and ``on_migrate`` hears of it
-    on rank 0 (also of an unchanged placement with ``report_unchanged``)."""
+    on rank 0 (also of an unchanged placement with ``report_unchanged``). ``calls`` keeps
+    every call: ``(step, partitions moved, bytes moved, this rank's seconds in the call,
+    placement after)``."""
 
     def __init__(self, node_of, comm, on_migrate, propose, *, report_unchanged: bool) -> None:
         self.current = np.asarray(node_of, dtype=np.int32)
         self.comm, self.on_migrate, self.propose = comm, on_migrate, propose
         self.report_unchanged = report_unchanged
         self.migrated = 0
+        self.calls: list[tuple[int, int, int, float, np.ndarray]] = []
 
     def __call__(self, step: int, result: RankResult):
         started = time.perf_counter()
@@ -325,19 +344,53 @@ class _InRun:
         if not unchanged:
             self.current, blocks, moved = _move_blocks(result.blocks, proposal, self.comm, size)
             self.migrated += moved
+        seconds = time.perf_counter() - started
+        parts_moved = int(np.count_nonzero(self.current != before))
+        self.calls.append((step, parts_moved, int(moved), seconds, self.current))
         if self.comm.Get_rank() == 0 and self.on_migrate is not None:
             if not unchanged or self.report_unchanged:
                 self.on_migrate(
                     Migration(
                         step=step,
-                        parts_moved=int(np.count_nonzero(self.current != before)),
+                        parts_moved=parts_moved,
                         bytes=int(moved),
-                        seconds=time.perf_counter() - started,
+                        seconds=seconds,
                         ranks_before=tuple(np.bincount(before, minlength=size).tolist()),
                         ranks_after=tuple(np.bincount(self.current, minlength=size).tolist()),
                     )
                 )
         return None if unchanged else (self.current, blocks)
+
+
+def _rebalances(calls, call_seconds, gathered, n_parts: int) -> dict[str, np.ndarray]:
+    """One row per rebalance call of a run: ``step`` (steps done before it),
+    ``parts_moved``, ``bytes`` (partition state sent, all ranks), ``node_of`` (``(calls,
+    P)``, the placement after it), and per rank (``(calls, ranks)``) ``call_seconds``, its
+    time in the call (gathering the loads, deciding, moving the blocks), and ``seconds``,
+    the whole time between its segments (the call, then re-planning in place when
+    partitions moved)."""
+    started = np.array([[seg["started"] for seg in g] for g in gathered])  # (ranks, segments)
+    walls = np.array([[seg["wall"] for seg in g] for g in gathered])
+    between = (started[:, 1:] - started[:, :-1] - walls[:, :-1]).T
+    n = len(calls)
+    return {
+        "step": np.array([c[0] for c in calls], dtype=np.int64),
+        "parts_moved": np.array([c[1] for c in calls], dtype=np.int64),
+        "bytes": np.array([c[2] for c in calls], dtype=np.int64),
+        "node_of": np.array([c[4] for c in calls], dtype=np.int32).reshape(n, n_parts),
+        "call_seconds": np.array(call_seconds, dtype=np.float64).T.reshape(n, len(gathered)),
+        "seconds": np.maximum(between, 0.0).reshape(n, len(gathered)),
+    }
+
+
+def _dynamic_parameters(dynamic) -> dict[str, Any]:
+    """The dynamic strategy's name and the scalar parameters its factory takes: enough to
+    make the same strategy again (``make_dynamic_strategy(name, **rest)``)."""
+    from grapeshot.place.dynamic import factory_keywords
+
+    scalars = (str, int, float, bool, type(None))
+    params = {k: getattr(dynamic, k) for k in sorted(factory_keywords(dynamic.name))}
+    return {"name": dynamic.name, **{k: v for k, v in params.items() if isinstance(v, scalars)}}
 
 
 def _greedy_proposal(program: Program, comm):
@@ -543,19 +596,21 @@ def _outcome(
     halo: dict[tuple[int, int], int] = {}
     outputs: dict[int, dict[str, np.ndarray]] = {}
     walls = np.zeros(ranks)
+    # Each rank's time runs from its first step's start and every segment sits where it ran:
+    # the time between two segments (a rebalance: the call and the re-plan) is in the wall.
+    elapsed = np.zeros(ranks)
     log: list[tuple[int, int, int, float]] = []
-    offset = 0.0
     for seg in range(segments):
-        seg_wall = max(g[seg]["wall"] for g in gathered)
         for g in gathered:
             r = g[seg]
+            offset = r["started"] - g[0]["started"]
             tasks = r["tasks"]
             # Busy is CPU time: on shared cores a preempted task's wall time is not work.
             durations = tasks["cpu"]
             busy[r["rank"]] += durations.sum()
             task_halo[r["rank"]] += tasks["halo"].sum()
-            idle[r["rank"]] += r["threads"] * r["wall"] - durations.sum()
             walls[r["rank"]] += r["wall"]
+            elapsed[r["rank"]] = max(elapsed[r["rank"]], offset + r["wall"])
             for key, col in tasks.items():
                 col = col + offset if key in ("start", "end") else col
                 columns.setdefault(key, []).append(col)
@@ -569,7 +624,8 @@ def _outcome(
                 halo[pair] = halo.get(pair, 0) + b
             if seg == segments - 1:
                 outputs.update(r["outputs"])
-        offset += seg_wall
+    for g in gathered:
+        idle[g[0]["rank"]] = g[0]["threads"] * elapsed[g[0]["rank"]] - busy[g[0]["rank"]]
     tasks = {k: np.concatenate(v) for k, v in columns.items()}
     fields = assemble_fields(
         program.boxes(), [outputs[p] for p in range(n)], program.particle_fields
@@ -588,7 +644,9 @@ def _outcome(
         "exchanges": sum(phase.exchange is not None for phase in program.phases),
         "ppc": n / (ranks * (threads if executor == "task" else 1)),
         "reduction": reduction if executor == "task" else "mpi",
-        "wall_time": float(offset),
+        "wall_time": float(elapsed.max()),
+        # Per rank, the seconds between its segments: rebalancing (in the wall time and idle).
+        "rebalance_seconds": np.maximum(elapsed - walls, 0.0).tolist(),
         "busy": busy.tolist(),
         "idle": idle.tolist(),
         "bytes_sent": int(sum(g[s]["bytes_sent"] for g in gathered for s in range(segments))),

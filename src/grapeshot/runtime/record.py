@@ -23,6 +23,14 @@ trace, plus a ``run`` group:
   being posted to its receive completing on the ranks' system clocks (what the simulator
   calibrates on).
 - ``run/node_of``, ``run/node_of_final``: the rank of each partition at start and end.
+- ``run/rebalances/*`` (runs that rebalance inside, a dynamic strategy or ``--migrate-at``):
+  one row per call, ``step`` (steps done before it), ``parts_moved``, ``bytes`` (partition
+  state sent), ``node_of`` (``(calls, P)``, the placement after it), and per rank (``(calls,
+  ranks)``) ``call_seconds`` (gathering the loads, deciding, moving the blocks) and
+  ``seconds`` (the whole time between the rank's segments: the call and the re-plan in
+  place); the group's ``dynamic`` attribute is the strategy as JSON, its name and
+  parameters (``make_dynamic_strategy(name, **rest)`` makes it again). ``run/ranks/
+  rebalance_seconds`` sums ``seconds`` per rank: the wall time holds it.
 - ``run`` attributes: the JSON summary's scalars.
 """
 
@@ -72,7 +80,7 @@ def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
 #: Per-rank datasets under ``run/ranks`` (the summary's lists of the same names).
 RANK_COLUMNS = (
     "busy", "idle", "halo_seconds", "wait_seconds", "serial_seconds", "copied_bytes",
-    "task_halo_seconds",
+    "task_halo_seconds", "rebalance_seconds",
 )  # fmt: skip
 
 
@@ -97,6 +105,12 @@ def write_run_record(path: str | os.PathLike[str], program: Program, outcome: Ru
                 messages.create_dataset(key, data=col)
             run.create_dataset("node_of", data=outcome.node_of)
             run.create_dataset("node_of_final", data=outcome.node_of_final)
+            if outcome.rebalances is not None:
+                calls = run.create_group("rebalances")
+                for key, col in outcome.rebalances.items():
+                    calls.create_dataset(key, data=col)
+                if outcome.summary.get("dynamic") is not None:
+                    calls.attrs["dynamic"] = json_text(outcome.summary["dynamic"])
             for key, value in outcome.summary.items():
                 if isinstance(value, str | int | float):
                     run.attrs[key] = value

@@ -19,6 +19,10 @@ NIC) and every task; fit; then :meth:`Calibration.apply` gives the machine and t
 to simulate with. A message's measured time includes the software send and receive paths, so
 the fitted latency already holds them: ``apply`` takes the per-message overhead you keep in
 the overheads (default 0) and removes it twice from the latency.
+
+A run that rebalanced inside records each call of its strategy; those are measured, not
+fitted (:func:`fit_rebalances`): the call's own seconds, the re-plan's per partition held, and
+the bytes a moved partition carried per cell.
 """
 
 from __future__ import annotations
@@ -56,6 +60,14 @@ class Calibration:
     serial_overhead
         Seconds of the runtime's own bookkeeping on a rank's main thread (outside tasks,
         halo copies and waiting), per partition per step.
+    rebalance_overhead, replan_overhead
+        A dynamic strategy's call on the runtime (0 when the run made none): seconds of the
+        call itself (gathering the loads, deciding, moving the blocks, less the moved state's
+        time on the fitted network, which the simulator adds), and seconds per partition a
+        rank holds to re-plan in place after a call that moved some
+        (:class:`~grapeshot.sim.program.Overheads`' ``rebalance`` and ``replan``).
+    state_bytes_per_cell
+        Bytes a moved partition's state took per cell of it (``None``: nothing moved).
     """
 
     latency: float
@@ -66,6 +78,9 @@ class Calibration:
     task_rms: float
     copy_bandwidth: float | None = None
     serial_overhead: float = 0.0
+    rebalance_overhead: float = 0.0
+    replan_overhead: float = 0.0
+    state_bytes_per_cell: float | None = None
 
     def apply(
         self,
@@ -110,6 +125,8 @@ class Calibration:
             task=per_step / phases,
             message=message_overhead,
             copy_bandwidth=self.copy_bandwidth,
+            rebalance=self.rebalance_overhead,
+            replan=self.replan_overhead,
         )
         return dataclasses.replace(machine, network=network), over
 
@@ -197,6 +214,7 @@ def fit_calibration(
     *,
     copy_bandwidth: float | None = None,
     serial_overhead: float = 0.0,
+    rebalance: tuple[float, float, float | None] = (0.0, 0.0, None),
 ) -> Calibration:
     """Fit latency, bandwidth, per-task overhead (and cost scale) from a run record.
 
@@ -208,6 +226,9 @@ def fit_calibration(
         Trace cost and observed seconds of tasks (same length, at least two costs).
     copy_bandwidth, serial_overhead
         Measured directly, not fitted: carried into the :class:`Calibration`.
+    rebalance
+        ``(rebalance_overhead, replan_overhead, state_bytes_per_cell)`` measured directly
+        (:func:`fit_rebalances`), carried into the :class:`Calibration`.
 
     Returns
     -------
@@ -216,8 +237,69 @@ def fit_calibration(
     latency, bandwidth, m_rms = fit_network(message_bytes, message_seconds)
     overhead, scale, t_rms = fit_tasks(task_cost, task_seconds)
     return Calibration(
-        latency, bandwidth, overhead, scale, m_rms, t_rms, copy_bandwidth, serial_overhead
-    )
+        latency, bandwidth, overhead, scale, m_rms, t_rms, copy_bandwidth, serial_overhead,
+        *rebalance,
+    )  # fmt: skip
+
+
+def fit_rebalances(
+    calls: dict[str, np.ndarray],
+    node_of: np.ndarray,
+    cells: np.ndarray,
+    bandwidth: float,
+) -> tuple[float, float, float | None]:
+    """What a dynamic strategy's call costs on the runtime, from a record's ``run/rebalances``.
+
+    Parameters
+    ----------
+    calls
+        The record's columns (:mod:`grapeshot.runtime.record`): ``parts_moved``, ``bytes``,
+        ``node_of`` ``(n, P)`` and, per rank, ``call_seconds`` and ``seconds`` ``(n, ranks)``.
+    node_of
+        int, ``(P,)``: the placement before the first call.
+    cells
+        int, ``(P,)``: cells of each partition.
+    bandwidth
+        Bytes per second of the fitted network.
+
+    Returns
+    -------
+    tuple
+        ``(rebalance, replan, state_bytes_per_cell)``: the call's seconds, the mean over
+        calls of the least time a rank spent in it (the rank that finished its steps last
+        waits for no other; for a call that moved nothing, the whole pause between the
+        rank's segments) less the moved bytes' time on the network (spread over the ranks'
+        links, as the simulator sends them); the re-plan's seconds per partition a
+        rank holds, the longest time a rank spent after the call (re-planning; every rank
+        leaves the call together) summed over the calls that moved partitions, over the
+        partitions the fullest rank held after each; bytes moved per cell moved (``None`` if
+        none moved).
+    """
+    n = len(calls["parts_moved"])
+    if n == 0:
+        return 0.0, 0.0, None
+    call = np.asarray(calls["call_seconds"], dtype=np.float64).reshape(n, -1)
+    between = np.asarray(calls["seconds"], dtype=np.float64).reshape(n, -1)
+    nbytes = np.asarray(calls["bytes"], dtype=np.float64)
+    after = np.asarray(calls["node_of"], dtype=np.int64).reshape(n, -1)
+    ranks = call.shape[1]
+    transfer = nbytes / (ranks * bandwidth)
+    moved = np.asarray(calls["parts_moved"]) > 0
+    # A call that moved nothing: the whole pause (the call, and the runner closing its segment
+    # and starting the next); one that moved: the call, the rest is the re-plan's.
+    own = np.where(moved[:, None], call, between)
+    rebalance = float(np.maximum(own.min(axis=1) - transfer, 0.0).mean())
+    replan = 0.0
+    if moved.any():
+        held = np.array([np.bincount(a, minlength=ranks).max() for a in after[moved]])
+        # The ranks leave the call together (its moves are an alltoall); the re-plan ends on
+        # each in its own time, and the next steps wait for the last.
+        after_call = np.maximum(between - call, 0.0)[moved].max(axis=1)
+        replan = float(after_call.sum() / held.sum())
+    before = np.vstack([np.asarray(node_of, dtype=np.int64)[None, :], after[:-1]])
+    moved_cells = float(np.asarray(cells)[None, :].repeat(n, axis=0)[before != after].sum())
+    per_cell = float(nbytes.sum()) / moved_cells if moved_cells > 0 else None
+    return rebalance, replan, per_cell
 
 
 def calibration_from_record(path: str) -> Calibration:
@@ -234,6 +316,8 @@ def calibration_from_record(path: str) -> Calibration:
       (``run/ranks/copied_bytes`` / ``halo_seconds`` plus ``run/tasks/halo``, the copies
       tasks made themselves), and its bookkeeping
       (``run/ranks/serial_seconds``) per partition per step.
+    - **Rebalancing** (a run with a dynamic strategy or ``--migrate-at``): each call's and
+      re-plan's seconds and the state bytes moved (``run/rebalances``, :func:`fit_rebalances`).
 
     Errors name the file and the dataset.
     """
@@ -271,16 +355,28 @@ def calibration_from_record(path: str) -> Calibration:
             if "run/tasks/halo" in f:  # the copies tasks made themselves (fused exchanges)
                 halo += float(f["run/tasks/halo"][()].sum())
             serial = float(ranks["serial_seconds"][()].sum())
+        calls = None
+        if "run/rebalances" in f:
+            calls = {k: v[()] for k, v in f["run/rebalances"].items()}
+            first = f["run/node_of"][()]
     # One-way times come from two ranks' system clocks; between nodes whose clocks drift
     # apart a message can appear to arrive before it left. Those carry no information.
     valid = message_seconds > 0
     message_bytes, message_seconds = message_bytes[valid], message_seconds[valid]
     samples = workload.cost.size  # partitions x steps
-    return fit_calibration(
+    cal = fit_calibration(
         message_bytes,
         message_seconds,
         workload.work.reshape(-1).astype(np.float64),
         workload.cost.reshape(-1),
         copy_bandwidth=copied / halo if copied and halo else None,
         serial_overhead=serial / samples if serial else 0.0,
+    )
+    if calls is None:
+        return cal
+    from grapeshot.place.replay import cells_per_part
+
+    fitted = fit_rebalances(calls, first, cells_per_part(workload), cal.bandwidth)
+    return dataclasses.replace(
+        cal, rebalance_overhead=fitted[0], replan_overhead=fitted[1], state_bytes_per_cell=fitted[2]
     )

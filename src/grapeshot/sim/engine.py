@@ -171,8 +171,10 @@ def simulate(
         How the program runs (:class:`~grapeshot.sim.program.SimOptions`).
     dynamic
         A :class:`~grapeshot.place.dynamic.DynamicStrategy`: every ``dynamic.interval`` steps
-        all nodes synchronise (an allreduce of the measured loads), the strategy may return a
-        new ``node_of``, and moved partitions carry their state over the network.
+        all nodes synchronise (an allreduce of the measured loads: task seconds, or work
+        counts with ``options.balance_on``), the strategy may return a new ``node_of``, moved
+        partitions carry their state over the network, and the call costs the overheads'
+        ``rebalance`` and ``replan`` (:class:`~grapeshot.sim.program.Overheads`).
     timeline_steps
         ``(a, b)``: keep every task and inter-node message of steps ``a .. b - 1`` for a
         timeline (:mod:`grapeshot.sim.timeline`).
@@ -205,6 +207,10 @@ def simulate(
         interval = int(dynamic.interval)
         if interval < 1:
             raise InputError("dynamic strategy interval", f"got {interval}", "an integer >= 1")
+        if options.balance_on == "work" and program.workload.work is None:
+            raise InputError(
+                "--balance-on work", "the workload has no work counts", "a trace with 'work'"
+            )
     cores = machine.cores()
     node_cores = cores.astype(np.float64)
     state = network.new_state()
@@ -228,6 +234,7 @@ def simulate(
     bytes_migrated = 0
     moved_total = 0
     migration_time = 0.0
+    rebalance_time = 0.0
     extra_step_end = np.zeros(n_steps)
     cpu = 0.0
     segments = _segment_bounds(n_steps, interval, dynamic)
@@ -275,8 +282,11 @@ def simulate(
         )
         latest = float(arrive.max())
         comm_time += np.maximum(released - latest, 0.0)
-        loads = (seg_end - seg_start).reshape(b - a, phases * n_parts)
-        loads = loads.reshape(b - a, phases, n_parts).sum(axis=1)
+        if options.balance_on == "work":  # what the runtime measures for its strategies
+            loads = program.workload.work[a:b].astype(np.float64)
+        else:
+            loads = (seg_end - seg_start).reshape(b - a, phases * n_parts)
+            loads = loads.reshape(b - a, phases, n_parts).sum(axis=1)
         proposal = dynamic.rebalance(
             step=b,
             loads=loads,
@@ -286,7 +296,9 @@ def simulate(
             comm=comm,
             machine=machine,
         )
-        ready = released[layout.node_of].copy()
+        # The runtime's call after the report: the decision, broadcast to every node.
+        decided = released + over.rebalance
+        ready = decided[layout.node_of].copy()
         if proposal is not None:
             new = np.asarray(proposal)
             if new.shape != (n_parts,) or not np.issubdtype(new.dtype, np.integer):
@@ -318,16 +330,25 @@ def simulate(
                     src,
                     dst,
                     nbytes,
-                    released[src],
+                    decided[src],
                     arrival,
                 )
                 cpu += time.process_time() - started
-                ready[moved] = np.maximum(arrival, released[dst])
+                ready[moved] = np.maximum(arrival, decided[dst])
+                if over.replan > 0:
+                    # Each node re-plans the partitions it now holds once their state is in;
+                    # the runtime's re-plan agrees across ranks, so all nodes resume together.
+                    start = decided.copy()
+                    np.maximum.at(start, dst, arrival)
+                    held = np.bincount(new, minlength=n_nodes)
+                    ready[:] = (start + over.replan * held).max()
                 bytes_migrated += int(program.state_bytes[moved].sum())
                 moved_total += int(moved.size)
                 migration_time += float(arrival.max() - released.min())
                 layout = build_layout(program, machine, new, options, core_of)
                 placements.append((b, new.copy()))
+        if n_parts:
+            rebalance_time += max(float(ready.max() - released.max()), 0.0)
         extra_step_end[b - 1] = float(released.max())
         carry = np.ascontiguousarray(ready)
         t0 = float(released.min())
@@ -396,6 +417,7 @@ def simulate(
         bytes_migrated=bytes_migrated,
         partitions_migrated=moved_total,
         migration_time=migration_time,
+        rebalance_time=rebalance_time,
         n_tasks=n_tasks,
         n_messages=n_msgs,
         placements=placements,

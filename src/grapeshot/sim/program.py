@@ -25,6 +25,13 @@ Overheads (:class:`Overheads`) make a task longer on its core:
     ``memcpy_bandwidth``; ``inf``: free). A message between two partitions of one node costs
     this copy only, at its sender, and is delivered when the sending task ends.
 
+``rebalance``, ``replan``
+    a dynamic strategy's call, as grapeshot's runtime makes it: after the loads' report every
+    node waits ``rebalance`` seconds (the decision, broadcast to all); when the call moves
+    partitions, each node then re-plans in place, ``replan`` seconds per partition it holds
+    after the moves, and all nodes resume together (the runtime's re-plan agrees across
+    ranks). Both 0 by default: a call costs only its report and the moved state.
+
 So a task lasts ``cost / phases + task + sum over its outgoing messages (message [if remote] +
 bytes / copy_bandwidth) + sum over its incoming inter-node messages (message + bytes /
 copy_bandwidth)``. These per-partition costs grow with the number of partitions per core; they
@@ -48,6 +55,8 @@ from grapeshot.sim.collectives import algorithm_code
 
 #: Global operation per step: none, a barrier, or an allreduce of ``reduce_bytes``.
 SYNC_MODES = ("none", "barrier", "allreduce")
+#: What a dynamic strategy balances: simulated task seconds, or the workload's work counts.
+BALANCE_ON = ("time", "work")
 
 #: Seconds of dispatch and bookkeeping per task: a task runtime's ready-queue pop, dependency
 #: counter updates and thread hand-off (Canary-like C++ runtimes spend tens of microseconds
@@ -84,15 +93,24 @@ class Overheads:
     copy_bandwidth
         Bytes per second of packing, unpacking and on-node copies; ``None`` means the
         machine's ``memcpy_bandwidth``, ``math.inf`` makes them free.
+    rebalance
+        Seconds of every dynamic strategy's call on every node after the loads' report.
+    replan
+        Seconds per partition a node holds to re-plan it after a call that moved some.
     """
 
     task: float = DEFAULT_TASK_OVERHEAD
     message: float = DEFAULT_MESSAGE_OVERHEAD
     copy_bandwidth: float | None = None
+    rebalance: float = 0.0
+    replan: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task", _check_nonneg(self.task, "task overhead"))
         object.__setattr__(self, "message", _check_nonneg(self.message, "message overhead"))
+        for name in ("rebalance", "replan"):
+            value = _check_nonneg(getattr(self, name), f"{name} overhead")
+            object.__setattr__(self, name, value)
         if self.copy_bandwidth is not None:
             bw = _check_nonneg(self.copy_bandwidth, "copy bandwidth", allow_inf=True)
             if bw == 0:
@@ -137,6 +155,10 @@ class SimOptions:
         Bytes a migrated partition moves per cell.
     seconds_per_work
         Seconds per work unit for traces whose cost is in ``"work"`` units.
+    balance_on
+        What a dynamic strategy is shown as each partition's load: ``"time"``, its simulated
+        task seconds, or ``"work"``, the workload's work counts, which is what grapeshot's
+        runtime measures for its strategies (predicting a run of it).
     """
 
     phases: int = 1
@@ -148,6 +170,7 @@ class SimOptions:
     hop_latency: float | None = None
     state_bytes_per_cell: int = DEFAULT_STATE_BYTES_PER_CELL
     seconds_per_work: float | None = None
+    balance_on: str = "time"
 
     def __post_init__(self) -> None:
         if isinstance(self.phases, bool) or not isinstance(self.phases, int) or self.phases < 1:
@@ -164,6 +187,10 @@ class SimOptions:
         if self.seconds_per_work is not None:
             if _check_nonneg(self.seconds_per_work, "--seconds-per-work") == 0:
                 raise InputError("--seconds-per-work", "got 0", "a number > 0")
+        if self.balance_on not in BALANCE_ON:
+            raise InputError(
+                "--balance-on", f"got {self.balance_on!r}", f"one of {', '.join(BALANCE_ON)}"
+            )
 
 
 @dataclass(frozen=True, eq=False)

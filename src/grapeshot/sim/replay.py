@@ -13,6 +13,13 @@ out of cache), so a cost fitted on one partition grid does not carry to another;
 replay checks is the runtime's own model — overheads, waiting, balance — against the wall
 time it measured (``benchmarks/bench_sim_vs_real.py``).
 
+A run that rebalanced inside (a dynamic strategy) is replayed with the same strategy, made
+again from the record (``run/rebalances``' ``dynamic`` attribute), deciding on the record's work
+counts as the runtime did, so it makes the same moves where the simulated placement is the
+real one; each call costs what the calibration measured of the runtime's (the decision, the
+moved state on the network, the re-plan). A ``--migrate-at`` run's one move is replayed as
+recorded.
+
 The runtime exchanges halos before some of its phases only (the shallow-water program: two of
 three); the simulator gives every phase an exchange, so a replay simulates one phase per
 exchange, each with the record's halo bytes per exchange, and spreads the per-step overheads
@@ -21,6 +28,7 @@ over them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import h5py
@@ -31,9 +39,10 @@ from grapeshot.model.machine import Machine, Network, NodeTree
 from grapeshot.model.placement import Placement
 from grapeshot.model.workload import HaloGraph, Workload
 from grapeshot.model.workload_file import load_workload
+from grapeshot.place.dynamic import make_dynamic_strategy
 from grapeshot.sim.calibrate import Calibration
 from grapeshot.sim.engine import simulate
-from grapeshot.sim.program import SimOptions
+from grapeshot.sim.program import DEFAULT_STATE_BYTES_PER_CELL, SimOptions
 from grapeshot.sim.result import SimResult
 
 
@@ -61,6 +70,31 @@ class Replay:
         return self.predicted / self.measured - 1.0
 
 
+@dataclass(frozen=True)
+class RecordedMoves:
+    """The placements a run's rebalances chose, as a dynamic strategy: at each recorded call
+    step it proposes the placement the run had after that call (a ``--migrate-at`` run, whose
+    greedy proposal is no dynamic strategy)."""
+
+    steps: tuple[int, ...]
+    node_of: np.ndarray
+    name: str = "recorded"
+    initial: str = "recorded"
+
+    @property
+    def interval(self) -> int:
+        """The first call's step (the simulator asks ``call_steps``)."""
+        return self.steps[0]
+
+    def call_steps(self, n_steps: int) -> list[int]:
+        """The recorded calls' steps."""
+        return list(self.steps)
+
+    def rebalance(self, *, step: int, **_) -> np.ndarray:
+        """The placement after the call at ``step``."""
+        return self.node_of[self.steps.index(step)].astype(np.int64)
+
+
 def calibrated_machine(calibration: Calibration, ranks: int, threads: int) -> Machine:
     """``ranks`` nodes of ``threads`` cores on a flat network with the calibrated figures."""
     network = Network(
@@ -83,11 +117,21 @@ def replay(path: str, calibration: Calibration) -> Replay:
         attrs = dict(f["run"].attrs)
         node_of = f["run/node_of"][()]
         moved = "run/node_of_final" in f and not np.array_equal(node_of, f["run/node_of_final"])
-    if moved:
+        calls = f.get("run/rebalances")
+        dynamic = None
+        if calls is not None and len(calls["step"]):
+            text = calls.attrs.get("dynamic")
+            if text is not None:
+                params = json.loads(text)
+                dynamic = make_dynamic_strategy(params.pop("name"), **params)
+            else:
+                steps = tuple(int(x) for x in calls["step"][()])
+                dynamic = RecordedMoves(steps, calls["node_of"][()])
+    if moved and dynamic is None:
         raise InputError(
-            f"{path}: dataset 'run/node_of_final'",
-            "differs from run/node_of: the run migrated partitions (--migrate-at)",
-            "a run record without migration (a replay simulates one static placement)",
+            f"{path}: group 'run/rebalances'",
+            "missing, and the run migrated partitions (run/node_of_final differs)",
+            "a record of this grapeshot version (it records every rebalance)",
         )
     for key in ("ranks", "threads", "wall_time", "exchanges", "reductions", "steps"):
         if key not in attrs:
@@ -112,12 +156,16 @@ def replay(path: str, calibration: Calibration) -> Replay:
     # and its copies are the calibration's. Halo buffers cost no software time of their own:
     # they travel batched, one message per rank pair.
     _, overheads = calibration.apply(machine, phases=exchanges, measured_costs=True)
+    per_cell = calibration.state_bytes_per_cell
     options = SimOptions(
         phases=exchanges,
         sync="allreduce" if int(attrs["reductions"]) > 0 else "none",
         collective="binomial",
         overheads=overheads,
+        # The runtime's strategies decide on work counts; the state a move carries, measured.
+        balance_on="work",
+        state_bytes_per_cell=DEFAULT_STATE_BYTES_PER_CELL if per_cell is None else round(per_cell),
     )
     placement = Placement(np.asarray(node_of, dtype=np.int64), ranks, "recorded")
-    result = simulate(per_exchange, placement, machine, options)
+    result = simulate(per_exchange, placement, machine, options, dynamic=dynamic)
     return Replay(float(attrs["wall_time"]), float(result.total_time), result)

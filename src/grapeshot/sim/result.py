@@ -88,6 +88,11 @@ class SimResult:
         Partition state moved by a dynamic strategy, how many moves, and the seconds from
         the first node's release from each rebalancing point to the last arrival of a moved
         partition, summed over the rebalancing points.
+    rebalance_time
+        Seconds from the last node's release at each rebalancing point until every partition
+        may run again: the decision, the moved state's transfer and the re-plan
+        (:class:`~grapeshot.sim.program.Overheads`'s ``rebalance`` and ``replan``), summed
+        over the points.
     n_tasks, n_messages
         Tasks run and halo messages delivered (on-node and inter-node).
     placements
@@ -124,6 +129,7 @@ class SimResult:
     placements: list[tuple[int, np.ndarray]]
     tasks: TaskRecords | None = None
     messages: MessageRecords | None = None
+    rebalance_time: float = 0.0
     cpu_seconds: float = field(default=0.0, compare=False)
 
     @property
