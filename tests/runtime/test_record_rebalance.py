@@ -69,6 +69,11 @@ def test_the_record_carries_every_call_and_the_wall_time_holds_them(recorded) ->
     assert np.allclose(calls["seconds"].sum(axis=0), rebalance_seconds)
     for busy, between in zip(summary["busy"], summary["rebalance_seconds"], strict=True):
         assert summary["wall_time"] >= busy + between
+    # `grapeshot show` counts every move of every call, not the first placement against the
+    # last (a partition that moves away and back counts twice).
+    shown = run_main("show", str(record), "--json").json()
+    assert shown["partitions_migrated"] == int(calls["parts_moved"].sum())
+    assert shown["partitions_migrated"] > int(np.count_nonzero(first != final))
 
 
 @pytest.mark.mpi

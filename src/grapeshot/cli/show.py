@@ -75,7 +75,9 @@ def _record_facts(path: Path) -> dict[str, Any] | None:
             tasks = int(run["tasks/part"].shape[0]) if "tasks/part" in run else 0
             messages = int(run["messages/bytes"].shape[0]) if "messages/bytes" in run else 0
             moved = 0
-            if "node_of" in run and "node_of_final" in run:
+            if "rebalances/parts_moved" in run:  # every move of every call, in-run rebalances
+                moved = int(run["rebalances/parts_moved"][()].sum())
+            elif "node_of" in run and "node_of_final" in run:
                 moved = int(np.count_nonzero(run["node_of"][()] != run["node_of_final"][()]))
         except (OSError, KeyError, ValueError, RuntimeError, TypeError) as exc:
             raise damaged(path, exc) from None

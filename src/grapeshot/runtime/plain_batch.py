@@ -242,8 +242,15 @@ def _module_from_file(path: Path, name: str) -> ModuleType:
 
 
 def _publish(path: Path, source: str) -> None:
-    """Write ``source`` to ``path`` unless it is there already; never rewrite it: numba's
-    cache is keyed on the file's time stamp, and several ranks may write it at once."""
+    """Write ``source`` to ``path`` unless it is there already, never rewriting it: several
+    ranks may write it at once, and the first whole file wins (a hard link, atomic).
+
+    numba (0.68, pinned in ``pyproject.toml``) keys a cached function on its file's
+    contents (a SHA-256 of the bytes, memoised per mtime and size) and on its qualified
+    name and first line: a rewrite with the same bytes would still be served from the
+    cache, but a file being written while another rank compiles from it would not be
+    whole. The file's name already carries every input of the loop (:func:`_loop`), so
+    its contents never need to change."""
     if path.is_file():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
