@@ -183,12 +183,8 @@ def task_begins(halos, stamps, t, i) -> None:
         _pack(halos, st[_LAST])
     data = halos[DATA]
     n = st[_N]
-    pair_ptr, pair_link, link_src, link_dst = (
-        tb[PAIR_PTR],
-        tb[PAIR_LINK],
-        tb[LINK_SRC],
-        tb[LINK_DST],
-    )
+    pair_ptr, pair_link = tb[PAIR_PTR], tb[PAIR_LINK]
+    link_src, link_dst = tb[LINK_SRC], tb[LINK_DST]
     link_ptr, copies = tb[LINK_PTR], tb[COPY_RUNS]
     for e in range(tb[pair_ptr + i], tb[pair_ptr + i + 1]):
         link = tb[pair_link + e]
@@ -201,12 +197,8 @@ def task_begins(halos, stamps, t, i) -> None:
             src, src_step, dst, dst_step = tb[row], tb[row + 1], tb[row + 2], tb[row + 3]
             for c in range(tb[row + 4]):
                 data[dst + c * dst_step] = data[src + c * src_step]
-    piece_ptr, piece_at, piece_lo, piece_hi = (
-        tb[PIECE_PTR],
-        tb[PIECE_AT],
-        tb[PIECE_LO],
-        tb[PIECE_HI],
-    )
+    piece_ptr, piece_at = tb[PIECE_PTR], tb[PIECE_AT]
+    piece_lo, piece_hi = tb[PIECE_LO], tb[PIECE_HI]
     runs, inbox = tb[PIECE_RUNS], halos[INBOX]
     for e in range(tb[piece_ptr + i], tb[piece_ptr + i + 1]):
         at = tb[piece_at + e]
