@@ -15,8 +15,8 @@ import pytest
 from grapeshot.model import placement as placement_module
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
+from grapeshot.model.machine import MAX_RANKS
 from grapeshot.model.placement import (
-    MAX_NODES,
     PLACEMENT_FORMATS,
     Placement,
     load_placement,
@@ -275,7 +275,7 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
 
 def test_too_many_nodes_is_refused() -> None:
     with pytest.raises(InputError, match="nodes: got 2147483648"):
-        Placement(np.array([0]), nodes=MAX_NODES + 1, strategy="x")
+        Placement(np.array([0]), nodes=MAX_RANKS + 1, strategy="x")
 
 
 def test_a_failed_write_leaves_the_old_file(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ from grapeshot.cli.options import (
 from grapeshot.cli.output import FIGURE_SUFFIXES, Stages, console, emit_json, warn
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
+from grapeshot.model.machine import MAX_RANKS
 from grapeshot.model.machine_file import load_machine
 from grapeshot.model.placement import (
-    MAX_NODES,
     RANK_SPLIT_BYTES_PER_PARTITION,
     Placement,
     placement_format,
@@ -366,18 +366,18 @@ def _ranks_per_node(m, ranks: int | None, ranks_per_node: int | None) -> np.ndar
         )  # fmt: skip
     if ranks_per_node is not None:
         total = ranks_per_node * m.nodes
-        if not 1 <= total <= MAX_NODES:
+        if not 1 <= total <= MAX_RANKS:
             got = f"got {ranks_per_node}"
-            if total > MAX_NODES:
+            if total > MAX_RANKS:
                 got += f": {total:,} ranks on {m.nodes:,} nodes"
             raise InputError(
-                "--ranks-per-node", got, f"a positive integer, at most {MAX_NODES:,} ranks in all"
+                "--ranks-per-node", got, f"a positive integer, at most {MAX_RANKS:,} ranks in all"
             )
         return np.full(m.nodes, ranks_per_node, dtype=np.int64)
-    if not m.nodes <= ranks <= MAX_NODES:
+    if not m.nodes <= ranks <= MAX_RANKS:
         raise InputError(
             "--ranks", f"got {ranks} for {m.nodes:,} nodes",
-            f"at least one rank a node ({m.nodes:,} to {MAX_NODES:,}), or fewer --nodes",
+            f"at least one rank a node ({m.nodes:,} to {MAX_RANKS:,}), or fewer --nodes",
         )  # fmt: skip
     from grapeshot.place.quota import quotas
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,7 +31,8 @@ from grapeshot.cli.options import (
 from grapeshot.cli.output import FIGURE_SUFFIXES, console, emit_json, err_console, warn
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
-from grapeshot.model.machine_file import load_machine
+from grapeshot.model.machine import MAX_NODES
+from grapeshot.model.machine_file import is_machine_file, load_machine
 from grapeshot.model.synthetic import describe_kinds
 from grapeshot.model.workload_file import load_workload
 from grapeshot.sim.program import (
@@ -204,6 +206,57 @@ def _dynamic_options(strategies: list[str], **given: Any) -> dict[str, Any]:
     return options
 
 
+def placement_on_machine(fixed: Any, path: Path, machine: Any, sized_by: str) -> Any:
+    """The placement ``fixed``, read from ``path``, on every node of ``machine``.
+
+    Parameters
+    ----------
+    fixed
+        The :class:`~grapeshot.model.placement.Placement` read (on nodes, not ranks).
+    path
+        Its file: a file that names nodes only (``.part``, ``.csv``, ``.npy``) is taken on
+        all the machine's nodes, the ones it does not name idle; a JSON file says its count.
+    machine
+        The :class:`~grapeshot.model.machine.Machine` simulated.
+    sized_by
+        What gave the machine its node count: ``"--nodes"``, or the ``--machine`` argument
+        (a preset then has the placement's count, a machine file its own).
+
+    Raises
+    ------
+    InputError
+        In one line, if the placement puts a partition on a node the machine lacks (naming
+        the partition, the node, the machine's count and what set it), or its file says
+        another node count than the machine's.
+    """
+    from grapeshot.model.placement import states_node_count
+
+    if fixed.n_parts:
+        top = int(fixed.node_of.max())
+        if top >= machine.nodes:
+            part = int(np.argmax(fixed.node_of == top))
+            if sized_by == "--nodes":
+                has = f"the machine has {machine.nodes} nodes (--nodes)"
+            elif top < MAX_NODES:
+                has = f"{sized_by} has {machine.nodes} nodes (--nodes {top + 1} resizes it)"
+            else:
+                has = f"{sized_by} has {machine.nodes} nodes (grapeshot models at most {MAX_NODES})"
+            raise InputError(
+                f"--placement {path}",
+                f"puts partition {part} on node {top}",
+                f"nodes 0 to {machine.nodes - 1}: {has}",
+            )
+    if fixed.nodes == machine.nodes:
+        return fixed
+    if states_node_count(path):
+        raise InputError(
+            f"--placement {path}",
+            f"is for {fixed.nodes} nodes",
+            f"{machine.nodes}, the machine's ({sized_by})",
+        )
+    return dataclasses.replace(fixed, nodes=machine.nodes)
+
+
 def simulate_placement(
     path: Path,
     fixed: Any,
@@ -373,7 +426,8 @@ def simulate_command(
             help="Simulate this placement (a file of grapeshot place --out: .json, .part, "
             ".csv or .npy) instead of "
             "--strategy and --ppc: its partitions must be the workload's, its nodes the "
-            "machine's (the default --nodes).",
+            "machine's (a preset takes the placement's by default; a machine file keeps "
+            "its own).",
         ),
     ] = None,
     step_range: Annotated[
@@ -488,7 +542,12 @@ def simulate_command(
                 f"places partitions on {fixed.nodes} MPI ranks (grapeshot place --ranks)",
                 "a placement on the machine's nodes (grapeshot place without --ranks)",
             )
-        nodes = fixed.nodes if nodes is None else nodes
+    # A preset's node count is its paper's example size: it takes the placement's (up to
+    # grapeshot's limit; past it, placement_on_machine names the partition). A machine file's
+    # is the user's description of their cluster: only --nodes resizes it.
+    resized = nodes is not None
+    if fixed is not None and nodes is None and not is_machine_file(machine):
+        nodes = fixed.nodes if fixed.nodes <= MAX_NODES else None
     strategy = "geometric,birdshot" if strategy is None else strategy
     strategies = [s.strip() for s in strategy.split(",") if s.strip()]
     if not strategies:
@@ -502,6 +561,9 @@ def simulate_command(
     steps_ab = _steps(step_range, "--step-range")
     window = _steps(timeline_steps, "--timeline-steps")
     m = load_machine(machine, nodes)
+    if fixed is not None:
+        assert placement is not None
+        fixed = placement_on_machine(fixed, placement, m, "--nodes" if resized else machine)
     workload = load_workload(trace) if trace is not None else None
     overheads = Overheads(task=task_overhead, message=msg_overhead)
     if calibrate is not None:

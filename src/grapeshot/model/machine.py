@@ -30,8 +30,12 @@ DEFAULT_ARITY = 2
 #: Most nodes a machine may have: over six times the largest machine of the TOP500 lists
 #: (Fugaku's 158,976 nodes), and small enough that every per-node array fits in memory.
 MAX_NODES = 1 << 20
+#: Most nodes or ranks a placement may have (:mod:`grapeshot.model.placement`): its node, rank
+#: and core numbers are int32, as MPI ranks (C ints) are, and ``run`` places on ranks as nodes.
+#: A placement on a machine's nodes has at most :data:`MAX_NODES`, checked against the machine.
+MAX_RANKS = int(np.iinfo(np.int32).max)
 #: Most cores a machine may have in all (nodes × cores per node); the same bound as the
-#: largest tree of cores TreeMatch's text may describe (``topology.MAX_LEAVES``).
+#: largest tree of cores TreeMatch's text may describe (``topology.MAX_LEAVES`` is this).
 MAX_CORES = 1 << 24
 #: Most switch levels of a fat tree (a binary tree of ``MAX_NODES`` nodes has 20).
 MAX_LEVELS = 64

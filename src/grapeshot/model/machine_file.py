@@ -139,11 +139,21 @@ def load_machine_file(path: str | os.PathLike[str]) -> Machine:
     return machine_from_dict(data, str(p))
 
 
+def is_machine_file(preset_or_file: str) -> bool:
+    """Whether ``--machine preset_or_file`` names a machine file rather than a preset: a
+    preset's name wins; else a ``.toml`` name or an existing path is a file.
+
+    A file's node count is the user's description of their cluster; a preset's is the size of
+    its paper's example, which commands may fit to their input.
+    """
+    if preset_name(preset_or_file) is not None:
+        return False
+    return preset_or_file.endswith(".toml") or Path(preset_or_file).exists()
+
+
 def load_machine(preset_or_file: str, nodes: int | None = None) -> Machine:
     """A preset by name or a machine file by path, optionally resized to ``nodes`` nodes."""
-    if preset_name(preset_or_file) is not None:
-        machine = preset(preset_or_file)
-    elif preset_or_file.endswith(".toml") or Path(preset_or_file).exists():
+    if is_machine_file(preset_or_file):
         machine = load_machine_file(preset_or_file)
     else:
         machine = preset(preset_or_file)  # raises the unknown-preset error

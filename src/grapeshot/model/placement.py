@@ -44,13 +44,11 @@ from grapeshot.model.csv_table import (
 )
 from grapeshot.model.errors import InputError
 from grapeshot.model.json_text import json_text
-from grapeshot.model.machine import Machine
+from grapeshot.model.machine import MAX_RANKS, Machine
 from grapeshot.model.memory import JSON_READ_BYTES_PER_BYTE, TEXT_READ_BYTES_PER_BYTE, check_memory
 from grapeshot.model.npy_header import read_npy_header
 from grapeshot.model.workload import Workload
 
-#: Most nodes a placement may have: node numbers are int32 (MPI ranks are C ints).
-MAX_NODES = int(np.iinfo(np.int32).max)
 #: Partitions taken at a time by the passes over a whole placement (its count per node, the
 #: text writers, the CSV reader's order check): their temporaries stay a few MB at any size,
 #: where one of the placement's size is 800 MB at 10^8 partitions.
@@ -100,9 +98,9 @@ class Placement:
         unit = "rank" if self.per_rank else "node"
         if node_of.ndim != 1 or not np.issubdtype(node_of.dtype, np.integer):
             raise InputError(f"{unit}_of", f"has shape {node_of.shape}", "a 1-D integer array")
-        if not 1 <= self.nodes <= MAX_NODES:
+        if not 1 <= self.nodes <= MAX_RANKS:
             # node_of is stored as int32: a larger node number would wrap around silently.
-            raise InputError(f"{unit}s", f"got {self.nodes}", f"an integer in [1, {MAX_NODES}]")
+            raise InputError(f"{unit}s", f"got {self.nodes}", f"an integer in [1, {MAX_RANKS}]")
         if len(node_of) and (node_of.min() < 0 or node_of.max() >= self.nodes):
             raise InputError(f"{unit}_of", f"has {unit}s out of range", f"[0, {self.nodes})")
         object.__setattr__(self, "node_of", node_of.astype(np.int32, copy=False))
@@ -116,7 +114,7 @@ class Placement:
                 raise InputError(
                     "core_of", f"has shape {core_of.shape}", f"{node_of.shape} integers"
                 )
-            if len(core_of) and (core_of.min() < 0 or core_of.max() > np.iinfo(np.int32).max):
+            if len(core_of) and (core_of.min() < 0 or core_of.max() > MAX_RANKS):
                 raise InputError("core_of", "has cores out of range", "indices >= 0")
             object.__setattr__(self, "core_of", core_of.astype(np.int32, copy=False))
 
@@ -204,7 +202,7 @@ NO_CORE = -1
 #: The dtype of a ``.npy`` placement: little-endian int32, the same bytes on every machine
 #: (MPI ranks are C ints).
 NPY_DTYPE = np.dtype("<i4")
-_NODE = f"a node number in [0, {MAX_NODES - 1}]"
+_NODE = f"a node number in [0, {MAX_RANKS - 1}]"
 #: The header of a per-rank CSV placement, after its comment line (:func:`rank_header`).
 RANK_CSV_HEADER = "partition,rank"
 #: The comment line that opens a per-rank ``.part`` or ``.csv`` file, as written: ``parts``
@@ -290,8 +288,8 @@ def read_rank_header(path: str | os.PathLike[str]) -> RankHeader | None:
             f"says parts {match[1]} ({math.prod(grid)} partitions) and {parts} partitions",
             "a grid of positive sizes whose product is the partition count",
         )
-    if not 1 <= ranks <= MAX_NODES:
-        raise InputError(label, f"says {ranks} ranks", f"1 to {MAX_NODES} ranks")
+    if not 1 <= ranks <= MAX_RANKS:
+        raise InputError(label, f"says {ranks} ranks", f"1 to {MAX_RANKS} ranks")
     return RankHeader(grid=grid, parts=parts, ranks=ranks)
 
 
@@ -431,6 +429,15 @@ def load_placement(path: str | os.PathLike[str]) -> Placement:
     return _LOADERS[_stored_format(path)](path)
 
 
+def states_node_count(path: str | os.PathLike[str]) -> bool:
+    """Whether the placement file ``path`` says how many nodes (or ranks) it is for: a JSON
+    file, or a per-rank ``.part``/``.csv`` file's header. Any other file names only nodes,
+    and :func:`load_placement` counts as many as the largest named + 1: a placement of
+    those nodes and any more (idle) ones."""
+    fmt = _stored_format(path)
+    return fmt == "json" or (fmt != "npy" and read_rank_header(path) is not None)
+
+
 def _stored_format(path: str | os.PathLike[str]) -> str:
     suffix = Path(path).suffix.lower()
     for name, extension in PLACEMENT_FORMATS.items():
@@ -567,7 +574,7 @@ def _from_nodes(node_of: np.ndarray, core_of: np.ndarray | None = None) -> Place
 def _load_part(path: str | os.PathLike[str]) -> Placement:
     header = read_rank_header(path)
     if header is None:
-        node = Column("node", True, f"{_NODE} (line i + 1 holds partition i's)", 0, MAX_NODES - 1)
+        node = Column("node", True, f"{_NODE} (line i + 1 holds partition i's)", 0, MAX_RANKS - 1)
         return _from_nodes(read_lines(path, node, "a .part file: one node number a line"))
     rank = Column("rank", True, _rank_expected(header), 0, header.ranks - 1)
     what = "a per-rank .part file: its header, then one rank a line (line i + 2: partition i's)"
@@ -605,7 +612,7 @@ def _from_header(header: RankHeader, rank_of: np.ndarray) -> Placement:
 
 def _load_csv(path: str | os.PathLike[str]) -> Placement:
     header = read_rank_header(path)
-    most = MAX_NODES - 1 if header is None else header.parts - 1
+    most = MAX_RANKS - 1 if header is None else header.parts - 1
     part = Column("partition", True, f"a partition number in [0, {most}]", 0, most)
     if header is not None:
         rank = Column("rank", True, _rank_expected(header), 0, header.ranks - 1)
@@ -617,8 +624,8 @@ def _load_csv(path: str | os.PathLike[str]) -> Placement:
         return _from_header(header, rank_of if order is None else rank_of[order])
     columns = (
         part,
-        Column("node", True, _NODE, 0, MAX_NODES - 1),
-        Column("core", True, f"a core number >= 0, or {NO_CORE} for none", NO_CORE, MAX_NODES,
+        Column("node", True, _NODE, 0, MAX_RANKS - 1),
+        Column("core", True, f"a core number >= 0, or {NO_CORE} for none", NO_CORE, MAX_RANKS,
                required=False),
     )  # fmt: skip
     table = read_table(path, columns, f"a placement CSV file ({CSV_HEADER})")
@@ -703,7 +710,7 @@ def _load_npy(path: str | os.PathLike[str]) -> Placement:
     if not shape[0]:
         raise InputError(where, "has no partitions", expected)
     node_of = np.frombuffer(data, dtype=dtype)
-    bad = np.flatnonzero((node_of < 0) | (node_of > MAX_NODES - 1))
+    bad = np.flatnonzero((node_of < 0) | (node_of > MAX_RANKS - 1))
     if bad.size:
         raise InputError(f"{where}: partition {bad[0]}", f"has node {node_of[bad[0]]}", _NODE)
     return _from_nodes(node_of.astype(np.int32))
@@ -750,7 +757,7 @@ def split_over_ranks(
     ------
     InputError
         If the placement is per-rank already, the grid is not its partitions', or the ranks
-        are not one count ``>= 1`` per node, at most :data:`MAX_NODES` in all.
+        are not one count ``>= 1`` per node, at most :data:`MAX_RANKS` in all.
     """
     if placement.per_rank:
         raise InputError("placement", "is per-rank already", "a placement on nodes")
@@ -763,8 +770,8 @@ def split_over_ranks(
     if placement.nodes and counts.min() < 1:
         node = int(np.argmin(counts))
         raise InputError(f"ranks_per_node[{node}]", f"is {counts[node]}", "at least 1 rank a node")
-    if int(counts.sum(dtype=np.int64)) > MAX_NODES:
-        raise InputError("ranks_per_node", f"sums to {counts.sum()}", f"at most {MAX_NODES}")
+    if int(counts.sum(dtype=np.int64)) > MAX_RANKS:
+        raise InputError("ranks_per_node", f"sums to {counts.sum()}", f"at most {MAX_RANKS}")
     first_rank = np.zeros(placement.nodes + 1, dtype=np.int64)
     np.cumsum(counts, out=first_rank[1:])
     if counts.max(initial=1) == 1:  # a rank a node: nothing to split

@@ -33,10 +33,11 @@ import numpy as np
 from numba import njit
 
 from grapeshot.model.errors import InputError, check_int
-from grapeshot.model.machine import DEFAULT_ARITY, Machine, NodeTree
+from grapeshot.model.machine import DEFAULT_ARITY, MAX_CORES, Machine, NodeTree
 
-#: Largest tree TreeMatch text may describe (leaves), to refuse memory bombs in one line.
-MAX_LEAVES = 1 << 24
+#: Largest tree TreeMatch text may describe (leaves), to refuse memory bombs in one line: the
+#: most cores a machine may have, so that every machine's tree of cores is one.
+MAX_LEAVES = MAX_CORES
 
 #: Default per-level costs of a node tree by depth (hwloc XML table of the reference, §2.2).
 _DEPTH_COSTS = (1024.0, 512.0, 256.0, 128.0, 64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0)

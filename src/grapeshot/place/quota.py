@@ -17,13 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from grapeshot.model.errors import InputError, check_int
+from grapeshot.model.machine import MAX_RANKS
 
-#: Node ids are stored as int32 in a placement.
-MAX_NODES = int(np.iinfo(np.int32).max)
-
-#: Most cores a node may declare: with at most ``MAX_NODES`` nodes the total stays below 2**62,
-#: so sums never overflow int64.
-MAX_CORES = int(np.iinfo(np.int32).max)
+#: Most cores a node may declare to a strategy: with at most ``MAX_RANKS`` nodes (node numbers
+#: are int32 in a placement) the total stays below 2**62, so sums never overflow int64. A
+#: machine's own limit is lower (:data:`grapeshot.model.machine.MAX_CORES`, in all).
+MAX_NODE_CORES = int(np.iinfo(np.int32).max)
 
 #: Axes a partition grid may have: the domains grapeshot decomposes are 2D or 3D.
 GRID_NDIMS = (2, 3)
@@ -76,7 +75,7 @@ def check_cores(cores: Sequence[int] | np.ndarray) -> np.ndarray:
     Parameters
     ----------
     cores
-        Cores of each node, shape ``(n,)``, integers in ``[1, MAX_CORES]``; ``n >= 1``.
+        Cores of each node, shape ``(n,)``, integers in ``[1, MAX_NODE_CORES]``; ``n >= 1``.
 
     Returns
     -------
@@ -87,15 +86,15 @@ def check_cores(cores: Sequence[int] | np.ndarray) -> np.ndarray:
     ------
     InputError
         If there are no nodes, more nodes than an int32 node id can name, a non-integer
-        dtype, or a node with fewer than one core or more than ``MAX_CORES``.
+        dtype, or a node with fewer than one core or more than ``MAX_NODE_CORES``.
     """
     arr = np.asarray(cores)
     if arr.ndim != 1:
         raise InputError("cores", f"got an array of shape {arr.shape}", "a 1-D array of ints")
     if arr.size == 0:
         raise InputError("cores", "got zero nodes", "at least one node")
-    if arr.size > MAX_NODES:
-        raise InputError("cores", f"got {arr.size} nodes", f"at most {MAX_NODES} nodes")
+    if arr.size > MAX_RANKS:
+        raise InputError("cores", f"got {arr.size} nodes", f"at most {MAX_RANKS} nodes")
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise InputError("cores", f"got dtype {arr.dtype}", "integer core counts")
     low = int(arr.min())
@@ -103,9 +102,9 @@ def check_cores(cores: Sequence[int] | np.ndarray) -> np.ndarray:
         node = int(np.argmin(arr))
         raise InputError("cores", f"node {node} has {low} cores", "at least 1 core per node")
     high = int(arr.max())
-    if high > MAX_CORES:
+    if high > MAX_NODE_CORES:
         node = int(np.argmax(arr))
-        raise InputError("cores", f"node {node} has {high} cores", f"at most {MAX_CORES}")
+        raise InputError("cores", f"node {node} has {high} cores", f"at most {MAX_NODE_CORES}")
     return arr.astype(np.int64, copy=True)
 
 

@@ -23,8 +23,10 @@ from grapeshot.place.dynamic import DynamicStrategy, call_steps
 
 
 @dataclass(frozen=True)
-class Migration:
-    """One call of the strategy that moved partitions."""
+class RebalanceStep:
+    """One call of the strategy that moved partitions: at ``step``, ``parts`` partitions of
+    ``bytes`` bytes of state (a real run's are ``grapeshot.runtime.driver.Migration``; an
+    app's :class:`grapeshot.model.program.Migration` moves particles, not partitions)."""
 
     step: int
     parts: int
@@ -44,7 +46,7 @@ class DynamicReplay:
     """
 
     node_of: np.ndarray
-    migrations: tuple[Migration, ...]
+    migrations: tuple[RebalanceStep, ...]
 
     @property
     def migrated_bytes(self) -> int:
@@ -96,7 +98,7 @@ def replay_dynamic(
     cores = machine.cores().astype(np.int64)
     comm = halo_bytes_matrix(workload)
     node_of = np.empty((steps, n_parts), dtype=np.int32)
-    migrations: list[Migration] = []
+    migrations: list[RebalanceStep] = []
     start = 0
     for cut in [*call_steps(strategy, steps), steps]:
         node_of[start:cut] = current
@@ -122,7 +124,7 @@ def replay_dynamic(
             moved = new != current
             if moved.any():
                 migrations.append(
-                    Migration(cut, int(moved.sum()), int(np.asarray(state_bytes)[moved].sum()))
+                    RebalanceStep(cut, int(moved.sum()), int(np.asarray(state_bytes)[moved].sum()))
                 )
             current = new
         start = cut

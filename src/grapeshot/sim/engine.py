@@ -43,8 +43,8 @@ from grapeshot.sim.kernel_state import (
 from grapeshot.sim.network import NetworkModel, _transmit, network_model
 from grapeshot.sim.program import (
     Layout,
-    Program,
     SimOptions,
+    TaskGraph,
     build_layout,
     build_program,
     check_placement,
@@ -134,7 +134,7 @@ def _segment_bounds(
     return list(itertools.pairwise([0, *call_steps(dynamic, n_steps), n_steps]))
 
 
-def halo_matrix(program: Program) -> sparse.csr_array:
+def halo_matrix(program: TaskGraph) -> sparse.csr_array:
     """``(P, P)`` symmetric: halo bytes two partitions exchange per step (both directions)."""
     n = program.n_parts
     src = np.repeat(np.arange(n), np.diff(program.out_ptr))
@@ -152,7 +152,7 @@ def simulate(
     *,
     dynamic: Any = None,
     timeline_steps: tuple[int, int] | None = None,
-    program: Program | None = None,
+    program: TaskGraph | None = None,
     network: NetworkModel | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> SimResult:

@@ -44,7 +44,7 @@ from grapeshot.sim.network import (
     NetworkModel,
     NetworkState,
 )
-from grapeshot.sim.program import Layout, Program, SimOptions
+from grapeshot.sim.program import Layout, SimOptions, TaskGraph
 
 # Columns of the per-node accounting array ``Clocks.nst`` (one row per node): the node's clock,
 # busy cores now, their integral over time, whether a communication span is open, its start
@@ -233,7 +233,7 @@ def net_record(network: NetworkModel, state: NetworkState) -> Net:
 
 
 def segment_plan(
-    program: Program,
+    program: TaskGraph,
     layout: Layout,
     options: SimOptions,
     steps: tuple[int, int],
@@ -272,7 +272,7 @@ def segment_plan(
     )
 
 
-def new_out(program: Program, n_nodes: int, window: tuple[int, int]) -> Out:
+def new_out(program: TaskGraph, n_nodes: int, window: tuple[int, int]) -> Out:
     """Zeroed records of a whole run; ``window = (lo, hi)``: the steps whose task cores and
     messages to keep."""
     n_tasks, n_steps = program.n_tasks, program.n_steps
@@ -302,7 +302,7 @@ def new_out(program: Program, n_nodes: int, window: tuple[int, int]) -> Out:
     )
 
 
-def segment_out(out: Out, program: Program, steps: tuple[int, int]) -> Out:
+def segment_out(out: Out, program: TaskGraph, steps: tuple[int, int]) -> Out:
     """``out`` seen from the segment of steps ``steps = (a, b)``: its tasks and steps (views)."""
     a, b = steps
     per_step = program.phases * program.n_parts
@@ -315,7 +315,7 @@ def segment_out(out: Out, program: Program, steps: tuple[int, int]) -> Out:
     )
 
 
-def new_queues(layout: Layout, program: Program) -> Queues:
+def new_queues(layout: Layout, program: TaskGraph) -> Queues:
     """Empty ready queues, every core free."""
     n_parts = program.n_parts
     n_queues = layout.q_ptr.shape[0] - 1
@@ -391,7 +391,7 @@ def new_heap(cap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def new_clocks(
-    plan: Plan, program: Program, layout: Layout, n_cores: int, node_cores: np.ndarray
+    plan: Plan, program: TaskGraph, layout: Layout, n_cores: int, node_cores: np.ndarray
 ) -> Clocks:
     """The clocks at the segment's start ``plan.t0``.
 

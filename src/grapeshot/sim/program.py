@@ -194,8 +194,9 @@ class SimOptions:
 
 
 @dataclass(frozen=True, eq=False)
-class Program:
-    """A workload's task graph as flat arrays (independent of the placement).
+class TaskGraph:
+    """A workload's task graph as flat arrays (independent of the placement): what the
+    simulator runs of a trace, not an app's :class:`grapeshot.model.program.Program`.
 
     Attributes
     ----------
@@ -236,7 +237,7 @@ class Program:
         return self.n_steps * self.phases * self.n_parts
 
 
-def build_program(workload: Workload, options: SimOptions) -> Program:
+def build_program(workload: Workload, options: SimOptions) -> TaskGraph:
     """Plan ``workload``'s tasks and messages once (see the module docstring)."""
     cost = workload.cost
     if workload.units == "work":
@@ -256,7 +257,7 @@ def build_program(workload: Workload, options: SimOptions) -> Program:
         shape = [1] * len(extents)
         shape[axis] = len(ext)
         cells = cells * ext.reshape(shape)
-    return Program(
+    return TaskGraph(
         workload=workload,
         cost=cost,
         out_ptr=np.ascontiguousarray(halo.indptr, dtype=np.int64),
@@ -332,7 +333,7 @@ def _message_extra(out_ptr, out_idx, out_bytes, node_of, rate, message, out_extr
 
 
 def build_layout(
-    program: Program,
+    program: TaskGraph,
     machine: Machine,
     node_of: np.ndarray,
     options: SimOptions,
@@ -408,7 +409,7 @@ def build_layout(
     )
 
 
-def check_placement(program: Program, placement: Placement, machine: Machine) -> None:
+def check_placement(program: TaskGraph, placement: Placement, machine: Machine) -> None:
     """Raise unless ``placement`` places ``program``'s partitions on ``machine``'s nodes."""
     if placement.n_parts != program.n_parts:
         raise InputError(
