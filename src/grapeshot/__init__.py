@@ -4,10 +4,19 @@ Where each micro-partition runs (``grapeshot.place``), how unbalanced a random p
 expected to be (``grapeshot.theory``), and the vocabulary they share (``grapeshot.model``).
 """
 
-__version__ = "0.1.0"
-
 # Before any compiled function loads: drop numba's cached machine code if a source it may
 # depend on changed since (numba itself checks only the defining file; compiled_cache.py).
 from grapeshot.compiled_cache import refresh as _refresh_compiled_cache
+from grapeshot.version import __version__ as __version__
 
 _refresh_compiled_cache()
+
+
+def simulate(**options):
+    """``grapeshot simulate`` from Python: keywords as the command's options (``machine=``,
+    ``synthetic=`` or ``trace=``, ``strategy="geometric,birdshot"``, ``ppc="1,2,4"``, ...),
+    the command line's defaults for the rest; the runs
+    (:class:`grapeshot.sim.request.SimulateOutcome`). See :mod:`grapeshot.sim.request`."""
+    from grapeshot.sim.request import simulate as run  # numba and the simulator: on first use
+
+    return run(**options)

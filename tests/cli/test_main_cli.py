@@ -44,6 +44,15 @@ def test_overview_summary_is_the_commands_own(name: str) -> None:
     assert cli_main.load_command(name) is command  # registered once per process
 
 
+def test_the_version_is_pyprojects() -> None:
+    import tomllib
+
+    from tests.mpi_harness import ROOT
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["version"] == __version__ == grapeshot.__version__
+
+
 def test_version() -> None:
     result = run_main("--version")
     assert result.code == 0, result.err

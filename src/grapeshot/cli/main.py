@@ -260,12 +260,12 @@ _CLICK_ERRORS = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "Cli
 
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; a :class:`GrapeshotError` becomes one line on stderr and exit 2."""
-    from grapeshot.cli.vocabulary import check_renamed
-
     args = sys.argv[1:] if argv is None else argv
     if _only_rank_zero(args):
         return
     try:
+        from grapeshot.cli.vocabulary import check_renamed  # in the try: a Ctrl-C here is quiet
+
         check_renamed(args)
         # Not standalone: click's own usage errors come back here to be printed as one line.
         code = app(args=argv, prog_name="grapeshot", standalone_mode=False)
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"{where}: error: {message[:1].lower()}{message[1:]} "
                          f"(see '{where} --help')\n")  # fmt: skip
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):  # Abort: click's; the bare one before click runs
         sys.stderr.write("grapeshot: interrupted\n")
         sys.exit(130)
     if isinstance(code, int) and not isinstance(code, bool) and code:
