@@ -16,7 +16,7 @@ from numba import njit
 from grapeshot.model.program import Box, Context, Exchange, Phase, Program, Reduction
 from grapeshot.model.task_halos import no_halos
 from grapeshot.runtime.halo_plan import Arena
-from grapeshot.runtime.plain_batch import cache_dir, iparams_table, is_compiled
+from grapeshot.runtime.plain_batch import cache_dir, iparams_table, is_numba_kernel
 from grapeshot.runtime.rank_plan import _batch_of
 from grapeshot.runtime.serial import exchange_all, run_serial
 from tests.mpi_harness import ROOT
@@ -161,9 +161,9 @@ def test_what_is_not_batched() -> None:
     program = Smooth((8, 8), (2, 2), seed=0)
     block = program.init_block(program.boxes()[0])
     plain = program.phases[0]
-    assert is_compiled(plain.kernel) and _batch_of(program, plain, block) is not None
+    assert is_numba_kernel(plain.kernel) and _batch_of(program, plain, block) is not None
     slow = Phase("p", python_kernel, fields=plain.fields)
-    assert not is_compiled(python_kernel) and _batch_of(program, slow, block) is None
+    assert not is_numba_kernel(python_kernel) and _batch_of(program, slow, block) is None
     walled = Phase(
         "w", smooth, fields=plain.fields, exchange=Exchange(("u",), boundary=lambda b, x: None)
     )

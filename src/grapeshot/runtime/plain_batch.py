@@ -71,7 +71,7 @@ def _as_value(value):
     return None  # anything else: numba's typing error names as_value and the type
 
 
-def is_compiled(kernel) -> bool:
+def is_numba_kernel(kernel) -> bool:
     """Whether ``kernel`` is a numba function the runtime can call from compiled code."""
     return isinstance(kernel, Dispatcher)
 
@@ -327,7 +327,7 @@ def plain_batch(phase: Phase, ndim: int, field_ndims: tuple[int, ...], work: str
     Parameters
     ----------
     phase
-        A phase with ``fields`` and a numba ``kernel`` (:func:`is_compiled`).
+        A phase with ``fields`` and a numba ``kernel`` (:func:`is_numba_kernel`).
     ndim
         Axes of the domain (2 or 3).
     field_ndims

@@ -34,7 +34,7 @@ from grapeshot.runtime.halo_plan import (
     grid_plan,
     rank_links,
 )
-from grapeshot.runtime.plain_batch import is_compiled, plain_batch
+from grapeshot.runtime.plain_batch import is_numba_kernel, plain_batch
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,7 +194,7 @@ def _batch_of(program: Program, phase: Phase, block: Block) -> Batch | None:
         return None
     if phase.batch is not None:
         return phase.batch
-    if phase.fields is None or not is_compiled(phase.kernel):
+    if phase.fields is None or not is_numba_kernel(phase.kernel):
         return None
     if phase.exchange is not None and phase.exchange.boundary is not None:
         return None
