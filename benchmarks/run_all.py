@@ -10,7 +10,9 @@ versions and the commit, a table of every figure a benchmark reported through
 were checked equal, the ratio and its target), then each benchmark's full output, where the
 benchmarks that do not report figures print their own baselines and ratios.
 
-Run: ``.venv/bin/python benchmarks/run_all.py [--only NAME ...] [--out PATH]``.
+Run: ``.venv/bin/python benchmarks/run_all.py [--only NAME ... [--update]] [--out PATH]``.
+With ``--update`` the benchmarks named by ``--only`` are run again and replace their rows and
+output in the file; the others' are kept, and the header says which ran at which commit.
 The docs cite the file instead of copying its numbers.
 """
 
@@ -190,6 +192,45 @@ def body(outcomes: list[Outcome]) -> list[str]:
     return out
 
 
+def previous_results(path: Path) -> tuple[dict[str, list[str]], dict[str, list[str]], str]:
+    """What ``path`` (a RESULTS.md) holds per benchmark: its figure rows, its output section,
+    and the run's ``date`` and ``commit`` lines (one string)."""
+    rows: dict[str, list[str]] = {}
+    sections: dict[str, list[str]] = {}
+    stamp = []
+    current = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith(("- date:", "- commit:")):
+            stamp.append(line[2:])
+        elif line.startswith("| bench_"):
+            rows.setdefault(line.split("|")[1].strip(), []).append(line)
+        elif line.startswith("### "):
+            current = line[4:].strip()
+            sections[current] = [line]
+        elif current is not None:
+            sections[current].append(line)
+    return rows, sections, "; ".join(stamp)
+
+
+def merged(path: Path, outcomes: list[Outcome], started: dt.datetime, total: float) -> list[str]:
+    """``path``'s results with ``outcomes``' benchmarks replaced (``--update``)."""
+    rows, sections, stamp = previous_results(path)
+    fresh_rows = figure_table(outcomes)
+    names = {o.name for o in outcomes}
+    for o in outcomes:
+        rows[o.name] = [r for r in fresh_rows if r.startswith(f"| {o.name} |")]
+        sections[o.name] = body([o])[2:]
+    rerun = ", ".join(sorted(names))
+    lines = header(started, total)
+    lines.insert(-1, f"- updated: {rerun} ran again at this commit; the others are from ({stamp})")
+    table = figure_table([])
+    lines += table[:4] + [r for name in sorted(rows) for r in rows[name]] + table[4:]
+    lines += ["## Output of each benchmark", ""]
+    for name in sorted(sections):
+        lines += [x for x in sections[name]]
+    return lines
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -206,7 +247,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="benchmark names (e.g. bench_sph)")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument(
+        "--update", action="store_true", help="keep the other benchmarks' results in --out"
+    )
     args = parser.parse_args()
+    if args.update and not (args.only and args.out.is_file()):
+        parser.error("--update needs --only and an existing --out")
     scripts = sorted(HERE.glob("bench_*.py"))
     if args.only:
         unknown = sorted(set(args.only) - {s.stem for s in scripts})
@@ -216,7 +262,11 @@ def main() -> int:
     started = dt.datetime.now(dt.UTC).astimezone()
     t0 = time.perf_counter()
     outcomes = [run(s) for s in scripts]
-    lines = header(started, time.perf_counter() - t0) + figure_table(outcomes) + body(outcomes)
+    total = time.perf_counter() - t0
+    if args.update:
+        lines = merged(args.out, outcomes, started, total)
+    else:
+        lines = header(started, total) + figure_table(outcomes) + body(outcomes)
     write_atomically(args.out, "\n".join(lines))
     failed = [o.name for o in outcomes if o.status != 0]
     print(f"wrote {args.out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
