@@ -136,6 +136,12 @@ def lif_command(
             }
         )
         return
+    _print_lif(result, trials)
+
+
+def _print_lif(result, trials: int) -> None:
+    """The table of one (n, s, p): E[LIF] (exact, Monte Carlo or asymptotic), eq. 2, the
+    quantiles, and whether eq. 2 holds there."""
     title = (
         f"LIF of n = {result.nodes} nodes, s = {result.parts_per_node} partitions per node, "
         f"p = {result.busy:g} busy ({result.model} model)"
