@@ -15,6 +15,7 @@ from grapeshot.theory.lif import (
     DEFAULT_TRIALS,
     EXACT_COST_LIMIT,
     MC_VALUE_LIMIT,
+    LifResult,
     expected_lif,
 )
 
@@ -139,7 +140,7 @@ def lif_command(
     _print_lif(result, trials)
 
 
-def _print_lif(result, trials: int) -> None:
+def _print_lif(result: LifResult, trials: int) -> None:
     """The table of one (n, s, p): E[LIF] (exact, Monte Carlo or asymptotic), eq. 2, the
     quantiles, and whether eq. 2 holds there."""
     title = (
