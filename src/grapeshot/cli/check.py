@@ -20,6 +20,25 @@ from grapeshot.model.errors import check_int
 MISMATCH_STATUS = 1
 
 
+#: ``grapeshot check --help``.
+HELP = """Check your own program before running it: the same bits on 1×1 and on several
+    partition grids, after every phase.
+
+    Runs APP serially on one partition (1×1, the reference) and, side by side, on several
+    partition grids, each phase running their partitions in a random order (--seed), and
+    compares every field bit for bit after every phase. In the partitioned runs, the ghost
+    cells of an exchanged float field that no exchange fills (deeper than the Exchange
+    width, or corners with corners=False) start as NaN, so a kernel that reads beyond its
+    halo shows NaN at its partition's edge. On a difference it names the step, the phase,
+    the field, the first partition holding a differing cell and that cell (global index).
+    It warns (on stderr) about a kernel returning a value in a phase without a reduction
+    (dropped) and an integer field in a halo exchange.
+
+    Exit status: 0 when every grid gives the same bits (warnings allowed), 1 when one
+    differs or fails, 2 on a mistake (one line, as every command).
+    """
+
+
 def check_command(
     app_name: Annotated[
         str | None,
@@ -66,33 +85,8 @@ def check_command(
     ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
-    """Check your own program before running it: the same bits on 1×1 and on several
-    partition grids, after every phase.
-
-    Runs APP serially on one partition (1×1, the reference) and, side by side, on several
-    partition grids, each phase running their partitions in a random order (--seed), and
-    compares every field bit for bit after every phase. In the partitioned runs, the ghost
-    cells of an exchanged float field that no exchange fills (deeper than the Exchange
-    width, or corners with corners=False) start as NaN, so a kernel that reads beyond its
-    halo shows NaN at its partition's edge. On a difference it names the step, the phase,
-    the field, the first partition holding a differing cell and that cell (global index).
-    It warns (on stderr) about a kernel returning a value in a phase without a reduction
-    (dropped) and an integer field in a halo exchange.
-
-    Exit status: 0 when every grid gives the same bits (warnings allowed), 1 when one
-    differs or fails, 2 on a mistake (one line, as every command).
-    """
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
     from grapeshot.apps import make_app_program
     from grapeshot.cli.options import parse_sizes
-    from grapeshot.runtime.check import check_program
 
     app = chosen_app(app_name, app_option)
     check_int(steps, "--steps")
@@ -106,20 +100,7 @@ def check_command(
     def make(grid: tuple[int, ...]):
         return make_app_program(app, scene, grid, cell_shape, seed)
 
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=err_console, transient=True,
-        disable=as_json or not err_console.is_terminal,
-    ) as bar:  # fmt: skip
-        job = bar.add_task("checking (phases)", total=None)
-        report = check_program(
-            make,
-            steps,
-            seed=seed,
-            ndim=ndim,
-            grids=grids,
-            progress=lambda done, total: bar.update(job, completed=done, total=total),
-        )
+    report = _checked(make, steps, seed, ndim, grids, quiet=as_json)
     for found in report.warnings:
         warn("check", found.message)
     if as_json:
@@ -128,6 +109,25 @@ def check_command(
         _print_report(report)
     if not report.ok:
         raise typer.Exit(MISMATCH_STATUS)
+
+
+def _checked(make, steps: int, seed: int, ndim: int, grids, *, quiet: bool):
+    """:func:`~grapeshot.runtime.check.check_program`, with a bar on a terminal (phases
+    compared so far)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from grapeshot.runtime.check import check_program
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=err_console, transient=True,
+        disable=quiet or not err_console.is_terminal,
+    ) as bar:  # fmt: skip
+        job = bar.add_task("checking (phases)", total=None)
+        return check_program(
+            make, steps, seed=seed, ndim=ndim, grids=grids,
+            progress=lambda done, total: bar.update(job, completed=done, total=total),
+        )  # fmt: skip
 
 
 def _print_report(report) -> None:
@@ -152,4 +152,4 @@ def _print_report(report) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``check`` to the command line."""
-    app.command("check", cls=AppsHelp)(check_command)
+    app.command("check", cls=AppsHelp, help=HELP)(check_command)
