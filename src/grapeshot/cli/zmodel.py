@@ -40,80 +40,107 @@ def _parts(text: str | None) -> tuple[int, int] | None:
     return vals[0], vals[1]
 
 
+# The options, one alias each: the command's signature is one line per option.
+OrderOpt = Annotated[str, typer.Option("--order", help="low, medium or high.")]
+SolverOpt = Annotated[str, typer.Option("--solver", help="Birkhoff-Rott solver: exact or cutoff.")]
+MeshOpt = Annotated[int, typer.Option("--mesh", help="Nodes per dimension (Beatnik -n).")]
+StepsOpt = Annotated[
+    int | None, typer.Option("--steps", help="Time steps (default: to t = 2 tau).")
+]
+BoundaryOpt = Annotated[str, typer.Option("--boundary", help="periodic or free.")]
+CutoffOpt = Annotated[float, typer.Option("--cutoff", help="Cutoff radius.")]
+AtwoodOpt = Annotated[float, typer.Option("--atwood", help="Atwood number A.")]
+GravityOpt = Annotated[float, typer.Option("--gravity", help="Gravity in g's.")]
+MagnitudeOpt = Annotated[float, typer.Option("--magnitude", help="Initial amplitude.")]
+ModesOpt = Annotated[
+    float,
+    typer.Option("--modes", help="Beatnik -p: wavelength (multi) or sech^2 coefficient."),
+]
+MuOpt = Annotated[float, typer.Option("--mu", help="Artificial viscosity coefficient.")]
+EpsilonOpt = Annotated[float, typer.Option("--epsilon", help="Desingularisation.")]
+InitOpt = Annotated[
+    str, typer.Option("--init", help="multi (Beatnik cos) or single (Beatnik sech2).")
+]
+BoxOpt = Annotated[float, typer.Option("--box", help="Half-width B of the domain.")]
+FftConfigOpt = Annotated[
+    int,
+    typer.Option(
+        "--fft-config", help="heFFTe configuration 0..7 (4 all-to-all, 2 pencils, 1 reorder)."
+    ),
+]
+SpatialPartsOpt = Annotated[
+    str | None,
+    typer.Option("--spatial-parts", help="Cutoff solver micro-partitions per axis, SX,SY."),
+]
+SpatialStrategyOpt = Annotated[
+    str,
+    typer.Option(
+        "--spatial-strategy",
+        help="beatnik (block layout), geometric, cyclic, "
+        "sfc, birdshot, greedy (re-placed at every evaluation), or the dynamic reactive "
+        "or treematch-lb (re-placed every --spatial-interval evaluations).",
+    ),
+]
+SpatialIntervalOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--spatial-interval",
+        help="Evaluations between calls of a dynamic --spatial-strategy "
+        "(default: the strategy's own interval).",
+    ),
+]
+ExchangeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--exchange",
+        help="grapeshot.exchange schedule of the cutoff solver's surface <-> space "
+        "migrations and ghost sends: ac, lp, rsn, rsnh, drsn, nbx, alltoallv or neighbor "
+        "(default: one MPI_Alltoallv each).",
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of random strategies.")]
+BeatnikCompatOpt = Annotated[
+    bool,
+    typer.Option("--beatnik-compat", help="Reproduce Beatnik's quirks Q1-Q2 (docs)."),
+]
+WriteViewsOpt = Annotated[
+    Path | None, typer.Option("--write-views", help="Write Beatnik .view files here.")
+]
+VtkOpt = Annotated[Path | None, typer.Option("--vtk", help="Write VTK surfaces here.")]
+VtkEveryOpt = Annotated[int, typer.Option("--vtk-every", help="VTK every k steps.")]
+TraceOpt = Annotated[
+    Path | None, typer.Option("--trace", help="Write the run as a workload (HDF5).")
+]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (rank 0).")]
+
+
 def zmodel_command(
-    order: Annotated[str, typer.Option("--order", help="low, medium or high.")] = "low",
-    solver: Annotated[
-        str, typer.Option("--solver", help="Birkhoff-Rott solver: exact or cutoff.")
-    ] = "exact",
-    mesh: Annotated[int, typer.Option("--mesh", help="Nodes per dimension (Beatnik -n).")] = 128,
-    steps: Annotated[
-        int | None, typer.Option("--steps", help="Time steps (default: to t = 2 tau).")
-    ] = None,
-    boundary: Annotated[str, typer.Option("--boundary", help="periodic or free.")] = "periodic",
-    cutoff: Annotated[float, typer.Option("--cutoff", help="Cutoff radius.")] = 0.5,
-    atwood: Annotated[float, typer.Option("--atwood", help="Atwood number A.")] = 0.5,
-    gravity: Annotated[float, typer.Option("--gravity", help="Gravity in g's.")] = 25.0,
-    magnitude: Annotated[float, typer.Option("--magnitude", help="Initial amplitude.")] = 0.05,
-    modes: Annotated[
-        float,
-        typer.Option("--modes", help="Beatnik -p: wavelength (multi) or sech^2 coefficient."),
-    ] = 1.0,
-    mu: Annotated[float, typer.Option("--mu", help="Artificial viscosity coefficient.")] = 1.0,
-    epsilon: Annotated[float, typer.Option("--epsilon", help="Desingularisation.")] = 0.25,
-    init: Annotated[
-        str, typer.Option("--init", help="multi (Beatnik cos) or single (Beatnik sech2).")
-    ] = "multi",
-    box: Annotated[float, typer.Option("--box", help="Half-width B of the domain.")] = 1.0,
-    fft_config: Annotated[
-        int,
-        typer.Option(
-            "--fft-config", help="heFFTe configuration 0..7 (4 all-to-all, 2 pencils, 1 reorder)."
-        ),
-    ] = 6,
-    spatial_parts: Annotated[
-        str | None,
-        typer.Option("--spatial-parts", help="Cutoff solver micro-partitions per axis, SX,SY."),
-    ] = None,
-    spatial_strategy: Annotated[
-        str,
-        typer.Option(
-            "--spatial-strategy",
-            help="beatnik (block layout), geometric, cyclic, "
-            "sfc, birdshot, greedy (re-placed at every evaluation), or the dynamic reactive "
-            "or treematch-lb (re-placed every --spatial-interval evaluations).",
-        ),
-    ] = "beatnik",
-    spatial_interval: Annotated[
-        int | None,
-        typer.Option(
-            "--spatial-interval",
-            help="Evaluations between calls of a dynamic --spatial-strategy "
-            "(default: the strategy's own interval).",
-        ),
-    ] = None,
-    exchange: Annotated[
-        str | None,
-        typer.Option(
-            "--exchange",
-            help="grapeshot.exchange schedule of the cutoff solver's surface <-> space "
-            "migrations and ghost sends: ac, lp, rsn, rsnh, drsn, nbx, alltoallv or neighbor "
-            "(default: one MPI_Alltoallv each).",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of random strategies.")] = 0,
-    beatnik_compat: Annotated[
-        bool,
-        typer.Option("--beatnik-compat", help="Reproduce Beatnik's quirks Q1-Q2 (docs)."),
-    ] = False,
-    write_views: Annotated[
-        Path | None, typer.Option("--write-views", help="Write Beatnik .view files here.")
-    ] = None,
-    vtk: Annotated[Path | None, typer.Option("--vtk", help="Write VTK surfaces here.")] = None,
-    vtk_every: Annotated[int, typer.Option("--vtk-every", help="VTK every k steps.")] = 10,
-    trace: Annotated[
-        Path | None, typer.Option("--trace", help="Write the run as a workload (HDF5).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (rank 0).")] = False,
+    order: OrderOpt = "low",
+    solver: SolverOpt = "exact",
+    mesh: MeshOpt = 128,
+    steps: StepsOpt = None,
+    boundary: BoundaryOpt = "periodic",
+    cutoff: CutoffOpt = 0.5,
+    atwood: AtwoodOpt = 0.5,
+    gravity: GravityOpt = 25.0,
+    magnitude: MagnitudeOpt = 0.05,
+    modes: ModesOpt = 1.0,
+    mu: MuOpt = 1.0,
+    epsilon: EpsilonOpt = 0.25,
+    init: InitOpt = "multi",
+    box: BoxOpt = 1.0,
+    fft_config: FftConfigOpt = 6,
+    spatial_parts: SpatialPartsOpt = None,
+    spatial_strategy: SpatialStrategyOpt = "beatnik",
+    spatial_interval: SpatialIntervalOpt = None,
+    exchange: ExchangeOpt = None,
+    seed: SeedOpt = 0,
+    beatnik_compat: BeatnikCompatOpt = False,
+    write_views: WriteViewsOpt = None,
+    vtk: VtkOpt = None,
+    vtk_every: VtkEveryOpt = 10,
+    trace: TraceOpt = None,
+    as_json: AsJsonOpt = False,
 ) -> None:
     from mpi4py import MPI
 
@@ -122,40 +149,18 @@ def zmodel_command(
     try:
         import numpy as np
 
-        from grapeshot.apps.zmodel.driver import SpatialOptions, run
+        from grapeshot.apps.zmodel.driver import run
         from grapeshot.apps.zmodel.output import gather_owned
         from grapeshot.apps.zmodel.params import ZModelParams
 
         params = ZModelParams(
-            mesh=mesh,
-            order=order,
-            solver=solver,
-            boundary=boundary,
-            steps=steps,
-            cutoff=cutoff,
-            atwood=atwood,
-            gravity=gravity,
-            magnitude=magnitude,
-            modes=modes,
-            mu=mu,
-            epsilon=epsilon,
-            init=init,
-            box=box,
-            fft_config=fft_config,
+            mesh=mesh, order=order, solver=solver, boundary=boundary, steps=steps,
+            cutoff=cutoff, atwood=atwood, gravity=gravity, magnitude=magnitude, modes=modes,
+            mu=mu, epsilon=epsilon, init=init, box=box, fft_config=fft_config,
             beatnik_compat=beatnik_compat,
-        )
+        )  # fmt: skip
         check_int(vtk_every, "--vtk-every")
-        from grapeshot.apps.zmodel.cutoff import DYNAMIC_SPATIAL
-
-        if spatial_interval is not None and spatial_strategy not in DYNAMIC_SPATIAL:
-            raise InputError(
-                "--spatial-interval",
-                f"given with --spatial-strategy {spatial_strategy}",
-                f"a dynamic --spatial-strategy ({', '.join(DYNAMIC_SPATIAL)})",
-            )
-        spatial = SpatialOptions(
-            _parts(spatial_parts), spatial_strategy, seed, spatial_interval, exchange=exchange
-        )
+        spatial = _spatial(spatial_parts, spatial_strategy, seed, spatial_interval, exchange)
         _check_before_work(comm, mesh, {"--write-views": write_views, "--vtk": vtk}, trace)
         # A run that goes unstable overflows on every rank and in every kernel: one warning
         # at the end says so (_warn_unstable) instead of numpy's, source lines and all.
@@ -174,23 +179,57 @@ def zmodel_command(
         raise typer.Exit(2) from None
     if rec is None:
         return
+    summary = _summary(rec, params, be, zg, wg, order=order, solver=solver, mesh=mesh,
+                       boundary=boundary, fft_config=fft_config,
+                       spatial_strategy=spatial_strategy, exchange=exchange,
+                       written=[write_views, vtk, trace])  # fmt: skip
+    _warn_unstable(zg, wg, order)
+    if as_json:
+        emit_json(summary)
+        return
+    _print_summary(summary, rec, params)
+
+
+def _spatial(parts: str | None, strategy: str, seed: int, interval: int | None, exchange):
+    """The cutoff solver's micro-partitions (``--spatial-*``, ``--exchange``), checked."""
+    from grapeshot.apps.zmodel.cutoff import DYNAMIC_SPATIAL
+    from grapeshot.apps.zmodel.driver import SpatialOptions
+
+    if interval is not None and strategy not in DYNAMIC_SPATIAL:
+        raise InputError(
+            "--spatial-interval",
+            f"given with --spatial-strategy {strategy}",
+            f"a dynamic --spatial-strategy ({', '.join(DYNAMIC_SPATIAL)})",
+        )
+    return SpatialOptions(_parts(parts), strategy, seed, interval, exchange=exchange)
+
+
+def _summary(rec: Any, params: Any, be: Any, zg: Any, wg: Any, **given: Any) -> dict[str, Any]:
+    """What rank 0 reports of a run: ``given`` (the options it names: order, solver, mesh,
+    boundary, fft_config, spatial_strategy, exchange, and the paths ``written``), and from
+    the run's record ``rec``, its parameters, its backend ``be`` and the gathered surface
+    ``zg`` and vorticity ``wg``: ranks, steps, seconds per step and per phase, the height,
+    the vorticity sums, the points per rank at the last step."""
+    import numpy as np
+
     from grapeshot.apps.zmodel.model import PHASES
 
     last = rec.rank_points[-1] if len(rec.rank_points) else np.zeros(rec.ranks)
-    summary: dict[str, Any] = {
-        "order": order,
-        "solver": solver,
-        "mesh": mesh,
-        "boundary": boundary,
+    written = given.pop("written")
+    return {
+        "order": given["order"],
+        "solver": given["solver"],
+        "mesh": given["mesh"],
+        "boundary": given["boundary"],
         "ranks": rec.ranks,
         "dims": list(rec.dims),
         "steps": params.n_steps,
         "dt": params.dt,
-        "fft_config": fft_config,
+        "fft_config": given["fft_config"],
         "spatial_parts": list(rec.spatial_parts),
-        "spatial_strategy": spatial_strategy,
+        "spatial_strategy": given["spatial_strategy"],
         "spatial_moves": be.dynamic.moves if be.dynamic is not None else None,
-        "exchange": exchange or "mpi-alltoallv",
+        "exchange": given["exchange"] or "mpi-alltoallv",
         "seconds_per_step": float(rec.step_seconds.mean()) if params.n_steps else 0.0,
         "phase_seconds": {
             p: float(rec.phase_times[:, :, i].sum(axis=0).max()) for i, p in enumerate(PHASES)
@@ -202,14 +241,15 @@ def zmodel_command(
             "mean": float(last.mean()),
             "max": float(last.max()),
         },
-        "written": [str(p) for p in (write_views, vtk, trace) if p is not None],
+        "written": [str(p) for p in written if p is not None],
     }
-    _warn_unstable(zg, wg, order)
-    if as_json:
-        emit_json(summary)
-        return
+
+
+def _print_summary(summary: dict[str, Any], rec: Any, params: Any) -> None:
+    """Rank 0's lines: the run, its seconds per phase, what it wrote."""
     console.print(
-        f"zmodel {order}/{solver} {boundary} {mesh}x{mesh} on {rec.ranks} ranks {rec.dims}: "
+        f"zmodel {summary['order']}/{summary['solver']} {summary['boundary']} "
+        f"{summary['mesh']}x{summary['mesh']} on {rec.ranks} ranks {rec.dims}: "
         f"{params.n_steps} steps, {summary['seconds_per_step']:.4f} s/step, "
         f"max |z3| {summary['max_height']:.6g}",
         highlight=False,
