@@ -10,18 +10,8 @@ from rich.table import Table
 
 from grapeshot.cli.output import console, emit_json, err_console
 
-
-def demo_command(
-    out_dir: Annotated[
-        Path, typer.Option("--out-dir", help="Where the two figures and the run record go.")
-    ] = Path("grapeshot-demo"),
-    steps: Annotated[
-        int, typer.Option("--steps", help="Steps of the real and simulated runs.", min=2)
-    ] = 60,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the placements.")] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
-) -> None:
-    """Place, run for real on MPI, and simulate a dam break, geometrically and with Birdshot.
+#: ``grapeshot demo --help``.
+HELP = """Place, run for real on MPI, and simulate a dam break, geometrically and with Birdshot.
 
     1. **Placement**: a synthetic dam break on 32 modelled EC2 c4.8xlarge nodes at 4
     partitions per core; the load imbalance factor LIF = max/mean − 1 per step.
@@ -42,8 +32,27 @@ def demo_command(
     DIR/birdshot-run.h5 (the real Birdshot run's record, a few MB: `grapeshot show` reads it);
     prints one table.
     """
+
+
+# The options, one alias each: the command's signature is one line per option.
+OutDirOpt = Annotated[
+    Path, typer.Option("--out-dir", help="Where the two figures and the run record go.")
+]
+StepsOpt = Annotated[
+    int, typer.Option("--steps", help="Steps of the real and simulated runs.", min=2)
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the placements.")]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def demo_command(
+    out_dir: OutDirOpt = Path("grapeshot-demo"),
+    steps: StepsOpt = 60,
+    seed: SeedOpt = 1,
+    as_json: AsJsonOpt = False,
+) -> None:
     from grapeshot.model.atomic import check_output_path
-    from grapeshot.report.slice_demo import SIM_NODES, real_run, run_slice
+    from grapeshot.report.slice_demo import real_run, run_slice
 
     # Checked before the minute or two of placing, running and simulating.
     check_output_path(out_dir, "--out-dir", folder=True)
@@ -60,24 +69,35 @@ def demo_command(
     best_ppc = min(bird_sim, key=lambda p: bird_sim[p]["step_time_mean"])
     speedup = geo_sim[1]["step_time_mean"] / bird_sim[best_ppc]["step_time_mean"]
     if as_json:
-        emit_json(
-            {
-                "placement_lif_mean": placement,
-                "placement_predicted_lif_birdshot": result.placement.predicted_lif,
-                "real": {**result.real, "geometric 1x2": splits["1×2"]},
-                "sim": {s: {str(p): v for p, v in d.items()} for s, d in result.sim.items()},
-                "real_speedup_birdshot_vs_geometric": result.real["geometric"]["wall_time"]
-                / result.real["birdshot"]["wall_time"],
-                "real_best_split": f"geometric {best_split}".replace("×", "x"),
-                "real_speedup_birdshot_vs_best_split": splits[best_split]["wall_time"]
-                / result.real["birdshot"]["wall_time"],
-                "sim_speedup_birdshot_best_vs_geometric_ppc1": speedup,
-                "sim_best_ppc_birdshot": best_ppc,
-                "figure": str(result.figure),
-                "placement_figure": str(result.node_load_figure),
-            }
-        )
+        emit_json(_demo_json(result, splits, best_split, placement, speedup, best_ppc))
         return
+    _print_demo(result, splits, best_split, placement, speedup, best_ppc)
+
+
+def _demo_json(result, splits, best_split, placement, speedup, best_ppc) -> dict:
+    """What ``demo --json`` prints."""
+    return {
+        "placement_lif_mean": placement,
+        "placement_predicted_lif_birdshot": result.placement.predicted_lif,
+        "real": {**result.real, "geometric 1x2": splits["1×2"]},
+        "sim": {s: {str(p): v for p, v in d.items()} for s, d in result.sim.items()},
+        "real_speedup_birdshot_vs_geometric": result.real["geometric"]["wall_time"]
+        / result.real["birdshot"]["wall_time"],
+        "real_best_split": f"geometric {best_split}".replace("×", "x"),
+        "real_speedup_birdshot_vs_best_split": splits[best_split]["wall_time"]
+        / result.real["birdshot"]["wall_time"],
+        "sim_speedup_birdshot_best_vs_geometric_ppc1": speedup,
+        "sim_best_ppc_birdshot": best_ppc,
+        "figure": str(result.figure),
+        "placement_figure": str(result.node_load_figure),
+    }
+
+
+def _print_demo(result, splits, best_split, placement, speedup, best_ppc) -> None:
+    """The demo's table and closing sentences."""
+    from grapeshot.report.slice_demo import SIM_NODES
+
+    geo_sim, bird_sim = result.sim["geometric"], result.sim["birdshot"]
     geo, bird = result.real["geometric"], result.real["birdshot"]
 
     def spread(summary: dict) -> str:
@@ -162,4 +182,4 @@ NEXT_COMMANDS = (
 
 def register(app: typer.Typer) -> None:
     """Add ``demo`` to the command line."""
-    app.command("demo")(demo_command)
+    app.command("demo", help=HELP)(demo_command)

@@ -95,57 +95,69 @@ def _run_mpi(pattern, algorithms, repeat, seed, max_chunk):
     return {"mode": "mpi", "ranks": comm.size}, rows
 
 
+# The options, one alias each: the command's signature is one line per option.
+PatternOpt = Annotated[
+    str,
+    typer.Option(
+        "--pattern",
+        help="Pattern spec KIND:key=value,... (regular:d=16,unit=512,seed=1; "
+        "nonuniform:d=31,unit=64; airfoil:points=9428,unit=128) or a pattern file "
+        "(text 'ranks N' + 'SRC DST BYTES' lines, or an (n, n) .npy). "
+        "'--pattern help' lists the kinds and keys.",
+    ),
+]
+AlgorithmsOpt = Annotated[
+    str,
+    typer.Option(
+        "--algorithms",
+        help=f"Comma-separated algorithms, or 'all': {', '.join(ALGORITHM_NAMES)}.",
+    ),
+]
+RepeatOpt = Annotated[
+    int, typer.Option("--repeat", min=1, help="Exchanges per plan (plan once, run K times).")
+]
+SimulateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--simulate",
+        help="Predict on this machine (preset name or .toml) instead of running on MPI.",
+    ),
+]
+NodesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--nodes",
+        min=1,
+        help="Nodes of the simulated machine: the pattern's ranks (the default).",
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of the schedules.")]
+OverheadOpt = Annotated[
+    float,
+    typer.Option(
+        "--overhead",
+        min=0.0,
+        help="With --simulate: CPU seconds a rank spends per message posted or completed "
+        "(LogP's o; 0 = free). benchmarks/bench_exchange_mpi.py fits it for your host.",
+    ),
+]
+MaxChunkOpt = Annotated[
+    int,
+    typer.Option("--max-chunk", min=1, max=2**31 - 1, help="Largest MPI message piece, bytes."),
+]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
 def exchange_command(
-    pattern: Annotated[
-        str,
-        typer.Option(
-            "--pattern",
-            help="Pattern spec KIND:key=value,... (regular:d=16,unit=512,seed=1; "
-            "nonuniform:d=31,unit=64; airfoil:points=9428,unit=128) or a pattern file "
-            "(text 'ranks N' + 'SRC DST BYTES' lines, or an (n, n) .npy). "
-            "'--pattern help' lists the kinds and keys.",
-        ),
-    ],
-    algorithms: Annotated[
-        str,
-        typer.Option(
-            "--algorithms",
-            help=f"Comma-separated algorithms, or 'all': {', '.join(ALGORITHM_NAMES)}.",
-        ),
-    ] = "ac,lp,rsn,rsnh,drsn,nbx,alltoallv",
-    repeat: Annotated[
-        int, typer.Option("--repeat", min=1, help="Exchanges per plan (plan once, run K times).")
-    ] = 1,
-    simulate: Annotated[
-        str | None,
-        typer.Option(
-            "--simulate",
-            help="Predict on this machine (preset name or .toml) instead of running on MPI.",
-        ),
-    ] = None,
-    nodes: Annotated[
-        int | None,
-        typer.Option(
-            "--nodes",
-            min=1,
-            help="Nodes of the simulated machine: the pattern's ranks (the default).",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the schedules.")] = 0,
-    overhead: Annotated[
-        float,
-        typer.Option(
-            "--overhead",
-            min=0.0,
-            help="With --simulate: CPU seconds a rank spends per message posted or completed "
-            "(LogP's o; 0 = free). benchmarks/bench_exchange_mpi.py fits it for your host.",
-        ),
-    ] = 0.0,
-    max_chunk: Annotated[
-        int,
-        typer.Option("--max-chunk", min=1, max=2**31 - 1, help="Largest MPI message piece, bytes."),
-    ] = 1 << 30,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    pattern: PatternOpt,
+    algorithms: AlgorithmsOpt = "ac,lp,rsn,rsnh,drsn,nbx,alltoallv",
+    repeat: RepeatOpt = 1,
+    simulate: SimulateOpt = None,
+    nodes: NodesOpt = None,
+    seed: SeedOpt = 0,
+    overhead: OverheadOpt = 0.0,
+    max_chunk: MaxChunkOpt = 1 << 30,
+    as_json: AsJsonOpt = False,
 ) -> None:
     """Schedule an irregular all-to-many exchange (AC, LP, RS_N, RS_NH, DRS_N, NBX) and time
     it on MPI or predict it on a modelled machine.

@@ -32,51 +32,63 @@ hop-bytes and its simulated run time, and the best of each is named.
 """
 
 
-def map_command(
-    matrix: Annotated[
-        Path | None, typer.Option("--matrix", help="Affinity matrix, MatrixMarket (.mtx).")
-    ] = None,
-    trace: Annotated[
-        Path | None, typer.Option("--trace", help="Instead of --matrix: a workload trace file.")
-    ] = None,
-    synthetic: Annotated[
-        str | None,
-        typer.Option(
-            "--synthetic",
-            help="Instead of --matrix: a synthetic workload SPEC; '--synthetic help' lists them.",
-            callback=show_synthetic_kinds,
-            is_eager=True,
-        ),
-    ] = None,
-    tleaf: Annotated[
-        str | None,
-        typer.Option("--tleaf", help='TreeMatch tree, e.g. "tleaf 3 32 1000 2 100 16 10".'),
-    ] = None,
-    machine: Annotated[
-        str | None,
-        typer.Option("--machine", help="Instead of --tleaf: a preset name or a .toml file."),
-    ] = None,
-    nodes: Annotated[
-        int | None, typer.Option("--nodes", help="Nodes of --machine (default: its own).")
-    ] = None,
-    oversub: Annotated[
-        int | None, typer.Option("--oversub", help="Slots per core (default ceil(n / cores)).")
-    ] = None,
-    strategy: Annotated[
-        str,
-        typer.Option(
-            "--strategy", help="treematch, packed, round-robin, metis, kahip, scotch, or all."
-        ),
-    ] = "treematch",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the partitioners.")] = 0,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the result (JSON) here, atomically.")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
-) -> None:
-    from rich.table import Table
+# The options, one alias each: the command's signature is one line per option.
+MatrixOpt = Annotated[
+    Path | None, typer.Option("--matrix", help="Affinity matrix, MatrixMarket (.mtx).")
+]
+TraceOpt = Annotated[
+    Path | None, typer.Option("--trace", help="Instead of --matrix: a workload trace file.")
+]
+SyntheticOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--synthetic",
+        help="Instead of --matrix: a synthetic workload SPEC; '--synthetic help' lists them.",
+        callback=show_synthetic_kinds,
+        is_eager=True,
+    ),
+]
+TleafOpt = Annotated[
+    str | None,
+    typer.Option("--tleaf", help='TreeMatch tree, e.g. "tleaf 3 32 1000 2 100 16 10".'),
+]
+MachineOpt = Annotated[
+    str | None,
+    typer.Option("--machine", help="Instead of --tleaf: a preset name or a .toml file."),
+]
+NodesOpt = Annotated[
+    int | None, typer.Option("--nodes", help="Nodes of --machine (default: its own).")
+]
+OversubOpt = Annotated[
+    int | None, typer.Option("--oversub", help="Slots per core (default ceil(n / cores)).")
+]
+StrategyOpt = Annotated[
+    str,
+    typer.Option(
+        "--strategy", help="treematch, packed, round-robin, metis, kahip, scotch, or all."
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the partitioners.")]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", help="Write the result (JSON) here, atomically.")
+]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
-    from grapeshot.cli.output import Stages, console, emit_json
+
+def map_command(
+    matrix: MatrixOpt = None,
+    trace: TraceOpt = None,
+    synthetic: SyntheticOpt = None,
+    tleaf: TleafOpt = None,
+    machine: MachineOpt = None,
+    nodes: NodesOpt = None,
+    oversub: OversubOpt = None,
+    strategy: StrategyOpt = "treematch",
+    seed: SeedOpt = 0,
+    out: OutOpt = None,
+    as_json: AsJsonOpt = False,
+) -> None:
+    from grapeshot.cli.output import Stages, emit_json
     from grapeshot.model.atomic import check_output_path, write_text_atomic
     from grapeshot.model.errors import InputError
     from grapeshot.model.json_text import json_text
@@ -128,9 +140,16 @@ def map_command(
     if as_json:
         emit_json(payload)
         return
-    table = Table(
-        title=f"{a.shape[0]} tasks on {tree.to_tleaf()} (oversub {results[0]['oversub']})"
-    )
+    _print_mappings(results, a.shape[0], tree.to_tleaf(), out)
+
+
+def _print_mappings(results: list[dict], tasks: int, tleaf: str, out: Path | None) -> None:
+    """A row per strategy: its hop-bytes, SUM_COM, MAX_COM and seconds."""
+    from rich.table import Table
+
+    from grapeshot.cli.output import console
+
+    table = Table(title=f"{tasks} tasks on {tleaf} (oversub {results[0]['oversub']})")
     for col in ("strategy", "hop-bytes", "SUM_COM", "MAX_COM", "seconds"):
         table.add_column(col, justify="left" if col == "strategy" else "right")
     for r in results:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -39,100 +39,8 @@ from grapeshot.place import STATIC_STRATEGIES, place, place_grid
 from grapeshot.place.static import is_static, parse_strategy
 from grapeshot.sim.resize import parts_per_core, sparse_note
 
-
-def place_command(
-    machine: Annotated[
-        str,
-        typer.Option(
-            "--machine", help="Preset name (ec2-c4.8xlarge, plafrim, cm5, ...) or a .toml file."
-        ),
-    ],
-    strategy: Annotated[
-        str,
-        typer.Option(
-            "--strategy",
-            help=f"Static strategy ({', '.join(STATIC_STRATEGIES)}) or a dynamic one, replayed "
-            "over the trace's steps: reactive, greedy, refine, greedy-refine, greedy-comm, "
-            "refine-comm, speculative, birdshot-dynamic, birdshot-best-of-k, treematch-lb "
-            f"(docs/dynamic.md). {STRATEGY_OPTIONS_HELP}",
-        ),
-    ] = "birdshot",
-    interval: IntervalOption = None,
-    threshold: ThresholdOption = None,
-    balancer: BalancerOption = None,
-    window: WindowOption = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed; same seed, same placement.")] = 0,
-    trace: Annotated[
-        Path | None,
-        typer.Option("--trace", help="Workload trace file (HDF5, docs/formats.md)."),
-    ] = None,
-    synthetic: Annotated[
-        str | None,
-        typer.Option(
-            "--synthetic",
-            help="Synthetic workload KIND:key=value,..., e.g. dambreak:parts=64x64,steps=200. "
-            "'--synthetic help' lists the kinds and keys.",
-            # Eager: '--synthetic help' answers before the required --machine is asked for.
-            callback=show_synthetic_kinds,
-            is_eager=True,
-        ),
-    ] = None,
-    grid: Annotated[
-        str | None,
-        typer.Option(
-            "--grid",
-            help="Place a bare grid of partitions PXxPY[xPZ] (e.g. 10000x10000) instead of a "
-            "workload: static strategies only, no costs or halos, so sizes whose workload "
-            "would not fit in memory place in seconds; the report gives partitions per node.",
-        ),
-    ] = None,
-    nodes: Annotated[
-        int | None, typer.Option("--nodes", help="Nodes to use (default: the machine's).")
-    ] = None,
-    ranks: Annotated[
-        int | None,
-        typer.Option(
-            "--ranks",
-            help="Write one MPI rank per partition instead of a node, for N ranks in all "
-            "(mpiexec -n N): nodes get ranks in proportion to their cores, in block order "
-            "(node 0 the first ones), and each node's partitions are split over its ranks, "
-            "as many a rank within one, neighbours together (docs/placement.md).",
-        ),
-    ] = None,
-    ranks_per_node: Annotated[
-        int | None,
-        typer.Option(
-            "--ranks-per-node",
-            help="As --ranks, with K ranks on every node (mpiexec -n NODES*K -ppn K).",
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Write the placement here, atomically, in the format of its extension: .json "
-            "(grapeshot's, with seed and metrics), .part (METIS-style: line i holds partition "
-            "i's node), .csv (partition,node,core), .npy (int32 node per partition). With "
-            "--ranks, ranks instead of nodes, and a .part or .csv opens with a '# grapeshot "
-            "placement: ...' line giving the grid and counts (docs/formats.md).",
-        ),
-    ] = None,
-    out_format: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            help="Format of --out whatever its extension: json, part, csv or npy "
-            "(docs/formats.md).",
-        ),
-    ] = None,
-    figure: Annotated[
-        Path | None,
-        typer.Option("--figure", help="Write a PNG/SVG of per-node load per step and LIF."),
-    ] = None,
-    full: Annotated[bool, typer.Option("--full", help="Include node_of in --json.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
-) -> None:
-    """Place a workload's partitions on a machine's nodes and report the load balance.
+#: ``grapeshot place --help``.
+HELP = """Place a workload's partitions on a machine's nodes and report the load balance.
 
     Any trace or synthetic SPEC on any machine: the workload's partitions are placed as they
     come, whatever their number (nothing is merged or regenerated; grapeshot simulate --ppc
@@ -153,6 +61,116 @@ def place_command(
     --ranks-per-node, --out gives each partition its MPI rank, for your own MPI code
     (examples/read_part.c).
     """
+
+
+# The options, one alias each: the command's signature is one line per option.
+MachineOpt = Annotated[
+    str,
+    typer.Option(
+        "--machine", help="Preset name (ec2-c4.8xlarge, plafrim, cm5, ...) or a .toml file."
+    ),
+]
+StrategyOpt = Annotated[
+    str,
+    typer.Option(
+        "--strategy",
+        help=f"Static strategy ({', '.join(STATIC_STRATEGIES)}) or a dynamic one, replayed "
+        "over the trace's steps: reactive, greedy, refine, greedy-refine, greedy-comm, "
+        "refine-comm, speculative, birdshot-dynamic, birdshot-best-of-k, treematch-lb "
+        f"(docs/dynamic.md). {STRATEGY_OPTIONS_HELP}",
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed; same seed, same placement.")]
+TraceOpt = Annotated[
+    Path | None,
+    typer.Option("--trace", help="Workload trace file (HDF5, docs/formats.md)."),
+]
+SyntheticOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--synthetic",
+        help="Synthetic workload KIND:key=value,..., e.g. dambreak:parts=64x64,steps=200. "
+        "'--synthetic help' lists the kinds and keys.",
+        # Eager: '--synthetic help' answers before the required --machine is asked for.
+        callback=show_synthetic_kinds,
+        is_eager=True,
+    ),
+]
+GridOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--grid",
+        help="Place a bare grid of partitions PXxPY[xPZ] (e.g. 10000x10000) instead of a "
+        "workload: static strategies only, no costs or halos, so sizes whose workload "
+        "would not fit in memory place in seconds; the report gives partitions per node.",
+    ),
+]
+NodesOpt = Annotated[
+    int | None, typer.Option("--nodes", help="Nodes to use (default: the machine's).")
+]
+RanksOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--ranks",
+        help="Write one MPI rank per partition instead of a node, for N ranks in all "
+        "(mpiexec -n N): nodes get ranks in proportion to their cores, in block order "
+        "(node 0 the first ones), and each node's partitions are split over its ranks, "
+        "as many a rank within one, neighbours together (docs/placement.md).",
+    ),
+]
+RanksPerNodeOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--ranks-per-node",
+        help="As --ranks, with K ranks on every node (mpiexec -n NODES*K -ppn K).",
+    ),
+]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Write the placement here, atomically, in the format of its extension: .json "
+        "(grapeshot's, with seed and metrics), .part (METIS-style: line i holds partition "
+        "i's node), .csv (partition,node,core), .npy (int32 node per partition). With "
+        "--ranks, ranks instead of nodes, and a .part or .csv opens with a '# grapeshot "
+        "placement: ...' line giving the grid and counts (docs/formats.md).",
+    ),
+]
+OutFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Format of --out whatever its extension: json, part, csv or npy (docs/formats.md).",
+    ),
+]
+FigureOpt = Annotated[
+    Path | None,
+    typer.Option("--figure", help="Write a PNG/SVG of per-node load per step and LIF."),
+]
+FullOpt = Annotated[bool, typer.Option("--full", help="Include node_of in --json.")]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def place_command(
+    machine: MachineOpt,
+    strategy: StrategyOpt = "birdshot",
+    interval: IntervalOption = None,
+    threshold: ThresholdOption = None,
+    balancer: BalancerOption = None,
+    window: WindowOption = None,
+    seed: SeedOpt = 0,
+    trace: TraceOpt = None,
+    synthetic: SyntheticOpt = None,
+    grid: GridOpt = None,
+    nodes: NodesOpt = None,
+    ranks: RanksOpt = None,
+    ranks_per_node: RanksPerNodeOpt = None,
+    out: OutOpt = None,
+    out_format: OutFormatOpt = None,
+    figure: FigureOpt = None,
+    full: FullOpt = False,
+    as_json: AsJsonOpt = False,
+) -> None:
     if synthetic == "help":
         console.print(describe_kinds(), highlight=False, markup=False)
         return
@@ -192,7 +210,24 @@ def place_command(
         if per_node is not None:
             stage(f"splitting each node's partitions over its ranks ({per_node.sum():,})")
             ranked = split_over_ranks(placement, per_node, wl.parts_shape)
-    summary = {
+    summary = _summary(strategy, seed, m, wl, metrics, replay, ranked, per_node)
+    if out is not None:
+        save_placement(out, placement if ranked is None else ranked, out_format, metrics=summary)
+    if figure is not None:
+        _save_node_figure(figure, strategy, metrics, wl, m)
+    if as_json:
+        emit_json({**summary, **(_lists(placement, ranked) if full else {})})
+        return
+    _print_placement(summary, placement, ranked, metrics, replay, wl, m)
+    for label, path in (("placement", out), ("figure", figure)):
+        if path is not None:
+            console.print(f"{label} written to {path}")
+
+
+def _summary(strategy, seed, m, wl, metrics, replay, ranked, per_node) -> dict[str, Any]:
+    """What ``place --json`` prints (and a ``.json`` placement keeps): the placement's
+    balance and cut, a dynamic strategy's migrations, the ranks' own balance with --ranks."""
+    summary: dict[str, Any] = {
         "strategy": strategy,
         "seed": seed,
         "machine": m.name,
@@ -220,21 +255,25 @@ def place_command(
             rank_lif_max=by_rank.lif_max,
             rank_bytes_cut=by_rank.bytes_cut,
         )
-    if out is not None:
-        save_placement(out, placement if ranked is None else ranked, out_format, metrics=summary)
-    if figure is not None:
-        from grapeshot.report.figures import node_load_figure, save_figure
+    return summary
 
-        fig = node_load_figure(
-            {strategy: metrics.node_load},
-            {strategy: metrics.lif},
-            title=f"{wl.app} {wl.scene}: {wl.n_parts} partitions on {m.nodes} × {m.name}",
-            units=wl.units,
-        )
-        save_figure(fig, figure)
-    if as_json:
-        emit_json({**summary, **(_lists(placement, ranked) if full else {})})
-        return
+
+def _save_node_figure(figure, strategy, metrics, wl, m) -> None:
+    """``--figure``: each node's load per step, and the LIF."""
+    from grapeshot.report.figures import node_load_figure, save_figure
+
+    fig = node_load_figure(
+        {strategy: metrics.node_load},
+        {strategy: metrics.lif},
+        title=f"{wl.app} {wl.scene}: {wl.n_parts} partitions on {m.nodes} × {m.name}",
+        units=wl.units,
+    )
+    save_figure(fig, figure)
+
+
+def _print_placement(summary, placement, ranked, metrics, replay, wl, m) -> None:
+    """The table of one placement: partitions, balance, cut, migrations, ranks."""
+    strategy, seed = summary["strategy"], summary["seed"]
     counts = placement.counts()
     table = Table(title=f"{strategy} on {m.nodes} × {m.name} (seed {seed})")
     table.add_column("metric")
@@ -257,9 +296,6 @@ def place_command(
                       f"{summary['rank_lif_max']:.4f}")  # fmt: skip
         table.add_row("halo bytes cut between ranks", f"{summary['rank_bytes_cut']:,}")
     console.print(table)
-    for label, path in (("placement", out), ("figure", figure)):
-        if path is not None:
-            console.print(f"{label} written to {path}")
 
 
 def _grid_shape(grid, strategy, trace, synthetic, figure, options) -> tuple[int, ...]:
@@ -467,4 +503,4 @@ def _place(wl, m, strategy, seed, **options):
 
 def register(app: typer.Typer) -> None:
     """Add ``place`` to the command line."""
-    app.command("place")(place_command)
+    app.command("place", help=HELP)(place_command)

@@ -140,77 +140,88 @@ def _stats_rows(stats: TraceStats, units: str) -> list[tuple[str, str]]:
     ]
 
 
+# The options, one alias each: the command's signature is one line per option.
+AppNameOpt = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="APP",
+        help=f"The app: {', '.join(APPS)}, an installed app, or your own program as "
+        "FILE.py:FACTORY or package.module:FACTORY (docs/program-api.md).",
+        show_default=False,
+    ),
+]
+PartsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--parts",
+        help="Partitions per axis PX[,PY[,PZ]] (one value: a square 2-D grid).",
+        show_default=False,
+    ),
+]
+StepsOpt = Annotated[int | None, typer.Option("--steps", help="Steps to run.", show_default=False)]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="Workload file to write (HDF5).", show_default=False),
+]
+SceneOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scene",
+        help="Scene of a built-in app (required for those); passed to a factory that takes scene=.",
+        show_default=False,
+    ),
+]
+CellsOpt = Annotated[
+    str | None,
+    typer.Option("--cells", help="Cells per axis NX[,NY[,NZ]] (default: the scene's)."),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the scene.")]
+VtkOpt = Annotated[
+    Path | None,
+    typer.Option("--vtk", help="Write VTK ImageData (.vti + .pvd) here every --every steps."),
+]
+SnapOpt = Annotated[
+    Path | None,
+    typer.Option("--snapshot", help="Write PNG snapshots here every --every steps."),
+]
+EveryOpt = Annotated[int, typer.Option("--every", help="Steps between VTK files / snapshots.")]
+UnitsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--units",
+        help="Cost recorded: s (measured kernel seconds) or work (the app's work counts). "
+        "Default s for runnable apps, the generator's own for trace generators.",
+    ),
+]
+ClockOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--clock",
+        help="What times the kernels with --units s: cpu (the kernel thread's CPU time, "
+        "without the time other processes held the core) or wall (the wall clock: right "
+        "for a kernel on several threads, on a quiet machine only). Default cpu; the "
+        "file keeps the wall clock's seconds too.",
+        show_default=False,
+    ),
+]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
 def trace_command(
-    app_name: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="APP",
-            help=f"The app: {', '.join(APPS)}, an installed app, or your own program as "
-            "FILE.py:FACTORY or package.module:FACTORY (docs/program-api.md).",
-            show_default=False,
-        ),
-    ] = None,
-    parts: Annotated[
-        str | None,
-        typer.Option(
-            "--parts",
-            help="Partitions per axis PX[,PY[,PZ]] (one value: a square 2-D grid).",
-            show_default=False,
-        ),
-    ] = None,
-    steps: Annotated[
-        int | None, typer.Option("--steps", help="Steps to run.", show_default=False)
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Workload file to write (HDF5).", show_default=False),
-    ] = None,
+    app_name: AppNameOpt = None,
+    parts: PartsOpt = None,
+    steps: StepsOpt = None,
+    out: OutOpt = None,
     app_option: AppOption = None,
-    scene: Annotated[
-        str | None,
-        typer.Option(
-            "--scene",
-            help="Scene of a built-in app (required for those); passed to a factory that "
-            "takes scene=.",
-            show_default=False,
-        ),
-    ] = None,
-    cells: Annotated[
-        str | None,
-        typer.Option("--cells", help="Cells per axis NX[,NY[,NZ]] (default: the scene's)."),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the scene.")] = 0,
-    vtk: Annotated[
-        Path | None,
-        typer.Option("--vtk", help="Write VTK ImageData (.vti + .pvd) here every --every steps."),
-    ] = None,
-    snap: Annotated[
-        Path | None,
-        typer.Option("--snapshot", help="Write PNG snapshots here every --every steps."),
-    ] = None,
-    every: Annotated[
-        int, typer.Option("--every", help="Steps between VTK files / snapshots.")
-    ] = DEFAULT_EVERY,
-    units: Annotated[
-        str | None,
-        typer.Option(
-            "--units",
-            help="Cost recorded: s (measured kernel seconds) or work (the app's work counts). "
-            "Default s for runnable apps, the generator's own for trace generators.",
-        ),
-    ] = None,
-    clock: Annotated[
-        str | None,
-        typer.Option(
-            "--clock",
-            help="What times the kernels with --units s: cpu (the kernel thread's CPU time, "
-            "without the time other processes held the core) or wall (the wall clock: right "
-            "for a kernel on several threads, on a quiet machine only). Default cpu; the "
-            "file keeps the wall clock's seconds too.",
-            show_default=False,
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    scene: SceneOpt = None,
+    cells: CellsOpt = None,
+    seed: SeedOpt = 0,
+    vtk: VtkOpt = None,
+    snap: SnapOpt = None,
+    every: EveryOpt = DEFAULT_EVERY,
+    units: UnitsOpt = None,
+    clock: ClockOpt = None,
+    as_json: AsJsonOpt = False,
 ) -> None:
     """Run a mini-app and record its per-partition cost trace (a workload file).
 
@@ -223,9 +234,73 @@ def trace_command(
     timed by their thread's CPU clock (--clock), and a warning says when the costs vary from
     step to step more than the work counts explain (a busy machine): --units work then.
     """
+    app_name = chosen_app(app_name, app_option)
+    part_shape, cell_shape, user, module = _checked(
+        app_name, scene, parts, cells, steps, every, seed, units, clock, out, vtk, snap
+    )
+    written: list[str] = []
+    if user or APPS[app_name].runnable:
+        program = make_app_program(app_name, scene, part_shape, cell_shape, seed, steps=steps)
+        summary: dict[str, Any] = {"app": program.name, "scene": program.scene, "steps": steps}
+        chosen = units or "s"
+        if chosen == "s":
+            _warm_up(program)
+        frames = _Frames(program, vtk, snap) if (vtk or snap) else None
+        with _ProgressBar(as_json, f"{program.name} {program.scene}") as tick:
+            run = run_recorded(
+                program, steps, every=every if frames else None, on_frame=frames, progress=tick
+            )
+        workload = run.workload(chosen, clock or "cpu")
+        summary.update(time=run.time, digest=run.digest())
+        written = frames.written if frames else []
+    else:
+        run = None
+        summary = {"app": app_name, "scene": scene, "steps": steps}
+        workload = _generated(
+            module, app_name, scene, part_shape, cell_shape, steps, seed, units,
+            {"--vtk": vtk, "--snapshot": snap, "--clock": clock}, quiet=as_json,
+        )  # fmt: skip
+    save_workload(out, workload)
+    stats = trace_stats(workload)
+    timing = _timing(workload, run)
+    warnings = _warnings(workload, timing)
+    summary.update(
+        parts=list(workload.parts_shape),
+        cells=list(workload.domain_shape),
+        units=workload.units,
+        out=str(out),
+        files=written,
+        stats=stats.as_dict(),
+        timing=timing,
+        warnings=warnings,
+    )
+    for message in warnings:
+        warn("trace", message)
+    if as_json:
+        emit_json(summary)
+        return
+    _print_summary(summary, workload, stats)
+
+
+def _checked(
+    app_name: str,
+    scene: str | None,
+    parts: str | None,
+    cells: str | None,
+    steps: int | None,
+    every: int,
+    seed: int,
+    units: str | None,
+    clock: str | None,
+    out: Path | None,
+    vtk: Path | None,
+    snap: Path | None,
+) -> tuple[tuple[int, ...], tuple[int, ...] | None, bool, Any]:
+    """Every option of ``trace`` checked before any work (the outputs writable, the sizes
+    within memory): ``(partition grid, cells or None, a user's program?, the built-in app's
+    module or None)``."""
     from grapeshot.apps.user import installed_apps, is_user_app
 
-    app_name = chosen_app(app_name, app_option)
     for option, value in (("--parts", parts), ("--steps", steps), ("--out", out)):
         if value is None:
             raise InputError(option, "missing", f"{option} with trace {app_name}")
@@ -259,64 +334,45 @@ def trace_command(
     if not user:
         given = f"--parts {parts}" + ("" if cells is None else f" --cells {cells}")
         check_program_memory(app_name, scene, part_shape, cell_shape, steps, where=given)
-    written: list[str] = []
-    if user or APPS[app_name].runnable:
-        program = make_app_program(app_name, scene, part_shape, cell_shape, seed, steps=steps)
-        summary: dict[str, Any] = {"app": program.name, "scene": program.scene, "steps": steps}
-        chosen = units or "s"
-        if chosen == "s":
-            _warm_up(program)
-        frames = _Frames(program, vtk, snap) if (vtk or snap) else None
-        with _ProgressBar(as_json, f"{program.name} {program.scene}") as tick:
-            run = run_recorded(
-                program, steps, every=every if frames else None, on_frame=frames, progress=tick
-            )
-        workload = run.workload(chosen, clock or "cpu")
-        summary.update(time=run.time, digest=run.digest())
-        written = frames.written if frames else []
-    else:
-        run = None
-        summary = {"app": app_name, "scene": scene, "steps": steps}
-        for option, value, lacks in (
-            ("--vtk", vtk, "fields to write"),
-            ("--snapshot", snap, "fields to write"),
-            ("--clock", clock, "kernels to time"),
-        ):
-            if value is not None:
-                raise InputError(
-                    option,
-                    f"{app_name} is a trace generator and has no {lacks}",
-                    "a runnable app ("
-                    + ", ".join(a for a, s in APPS.items() if s.runnable) + ")",
-                )  # fmt: skip
-        with _ProgressBar(as_json, f"{app_name} {scene}") as tick:
-            workload = module.make_trace(
-                scene, part_shape, steps, cells=cell_shape, seed=seed, progress=tick
-            )
-        if units is not None and units != workload.units:
+    return part_shape, cell_shape, user, None if user else module
+
+
+def _generated(
+    module: Any,
+    app_name: str,
+    scene: str,
+    part_shape: tuple[int, ...],
+    cell_shape: tuple[int, ...] | None,
+    steps: int,
+    seed: int,
+    units: str | None,
+    runnable_only: dict[str, Any],
+    *,
+    quiet: bool,
+) -> Workload:
+    """The trace a generator app (flip, zmodel) builds; ``runnable_only``: the options only
+    a runnable app takes (refused if given)."""
+    lacks = {
+        "--vtk": "fields to write",
+        "--snapshot": "fields to write",
+        "--clock": "kernels to time",
+    }
+    for option, value in runnable_only.items():
+        if value is not None:
             raise InputError(
-                "--units", f"{app_name} records {workload.units!r}", f"--units {workload.units}"
+                option,
+                f"{app_name} is a trace generator and has no {lacks[option]}",
+                "a runnable app (" + ", ".join(a for a, s in APPS.items() if s.runnable) + ")",
             )
-    save_workload(out, workload)
-    stats = trace_stats(workload)
-    timing = _timing(workload, run)
-    warnings = _warnings(workload, timing)
-    summary.update(
-        parts=list(workload.parts_shape),
-        cells=list(workload.domain_shape),
-        units=workload.units,
-        out=str(out),
-        files=written,
-        stats=stats.as_dict(),
-        timing=timing,
-        warnings=warnings,
-    )
-    for message in warnings:
-        warn("trace", message)
-    if as_json:
-        emit_json(summary)
-        return
-    _print_summary(summary, workload, stats)
+    with _ProgressBar(quiet, f"{app_name} {scene}") as tick:
+        workload = module.make_trace(
+            scene, part_shape, steps, cells=cell_shape, seed=seed, progress=tick
+        )
+    if units is not None and units != workload.units:
+        raise InputError(
+            "--units", f"{app_name} records {workload.units!r}", f"--units {workload.units}"
+        )
+    return workload
 
 
 def _timing(workload: Workload, run: SerialRun | None) -> dict[str, Any]:

@@ -18,48 +18,55 @@ from grapeshot.model.atomic import check_output_path
 from grapeshot.model.trace_csv import GRID_CELL_BYTES, GRID_GHOST, import_trace
 
 
+# The options, one alias each: the command's signature is one line per option.
+CostsOpt = Annotated[
+    Path,
+    typer.Option(
+        "--csv",
+        help="Cost file: columns step,partition,seconds (header required).",
+        show_default=False,
+    ),
+]
+PartsOpt = Annotated[
+    str,
+    typer.Option(
+        "--parts",
+        help="Partitions per axis PX,PY[,PZ]; partition ids flatten the grid in C order "
+        "(last axis fastest). No grid in your code: --parts P,1.",
+        show_default=False,
+    ),
+]
+OutOpt = Annotated[
+    Path,
+    typer.Option("--out", help="Workload file to write (HDF5), atomically.", show_default=False),
+]
+HaloOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--halo",
+        help="Halo file: columns src,dst,bytes, bytes sent from src to dst in every step "
+        f"(default: the grid's halo, {GRID_GHOST} ghost layer of {GRID_CELL_BYTES}-byte "
+        "cells to every neighbour).",
+    ),
+]
+CellsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cells",
+        help="Cells per axis NX[,NY[,NZ]] (default: one cell per partition). They size the "
+        "grid halo and the state a migrated partition carries.",
+    ),
+]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
 def trace_import_command(
-    costs: Annotated[
-        Path,
-        typer.Option(
-            "--csv",
-            help="Cost file: columns step,partition,seconds (header required).",
-            show_default=False,
-        ),
-    ],
-    parts: Annotated[
-        str,
-        typer.Option(
-            "--parts",
-            help="Partitions per axis PX,PY[,PZ]; partition ids flatten the grid in C order "
-            "(last axis fastest). No grid in your code: --parts P,1.",
-            show_default=False,
-        ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", help="Workload file to write (HDF5), atomically.", show_default=False
-        ),
-    ],
-    halo: Annotated[
-        Path | None,
-        typer.Option(
-            "--halo",
-            help="Halo file: columns src,dst,bytes, bytes sent from src to dst in every step "
-            f"(default: the grid's halo, {GRID_GHOST} ghost layer of {GRID_CELL_BYTES}-byte "
-            "cells to every neighbour).",
-        ),
-    ] = None,
-    cells: Annotated[
-        str | None,
-        typer.Option(
-            "--cells",
-            help="Cells per axis NX[,NY[,NZ]] (default: one cell per partition). They size the "
-            "grid halo and the state a migrated partition carries.",
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    costs: CostsOpt,
+    parts: PartsOpt,
+    out: OutOpt,
+    halo: HaloOpt = None,
+    cells: CellsOpt = None,
+    as_json: AsJsonOpt = False,
 ) -> None:
     """Import your own timings as a workload trace, for grapeshot place and simulate.
 
