@@ -193,173 +193,205 @@ def simulate(
     check_placement(program, placement, machine)
     if network is None:
         network = network_model(machine, options.hop_latency)
-    n_steps, n_parts, phases = program.n_steps, program.n_parts, program.phases
-    n_nodes = machine.nodes
-    if timeline_steps is not None:
-        lo, hi = timeline_steps
-        if not 0 <= lo < hi:
-            raise InputError("--timeline-steps", f"got {lo}:{hi}", "a:b with 0 <= a < b")
-        lo, hi = min(lo, n_steps), min(hi, n_steps)
-    else:
-        lo = hi = 0
-    interval = None
-    if dynamic is not None:
-        interval = int(dynamic.interval)
-        if interval < 1:
-            raise InputError("dynamic strategy interval", f"got {interval}", "an integer >= 1")
-        if options.balance_on == "work" and program.workload.work is None:
-            raise InputError(
-                "--balance-on work", "the workload has no work counts", "a trace with 'work'"
-            )
-    cores = machine.cores()
-    node_cores = cores.astype(np.float64)
-    state = network.new_state()
-    net = net_record(network, state)
-    over = options.overheads
-    sync = options.sync != "none"
-    coll_alg = {"linear": 0, "binomial": 1}[options.collective]
+    window = _timeline_window(timeline_steps, program.n_steps)
+    interval = _checked_interval(dynamic, options, program)
+    run = _Run(program, machine, options, network, dynamic, placement)
+    rec = new_out(program, machine.nodes, window)
+    for a, b in _segment_bounds(program.n_steps, interval, dynamic):
+        run.segment(rec, a, b, progress)
+        if b >= program.n_steps:
+            break
+        run.rebalance(rec, a, b)
+    return _result(run, rec, placement, window)
 
-    n_tasks = program.n_tasks
-    rec = new_out(program, n_nodes, (lo, hi))
-    task_start, task_end = rec.task_time[:, 0], rec.task_time[:, 1]
-    comm_time, node_release = rec.comm_time, rec.node_release
 
-    node_of = placement.node_of.astype(np.int64)
-    core_of = placement.core_of
-    placements: list[tuple[int, np.ndarray]] = [(0, node_of.copy())]
-    seg_node: list[tuple[int, int, int, np.ndarray]] = []  # tasks lo, hi, first step, nodes
-    n_msgs = 0
-    t0 = 0.0
-    carry = None
-    bytes_migrated = 0
-    moved_total = 0
-    migration_time = 0.0
-    rebalance_time = 0.0
-    extra_step_end = np.zeros(n_steps)
-    cpu = 0.0
-    segments = _segment_bounds(n_steps, interval, dynamic)
-    comm = halo_matrix(program) if dynamic is not None else None
-    layout: Layout = build_layout(program, machine, node_of, options, core_of)
-    for a, b in segments:
-        task_lo, task_hi = a * phases * n_parts, b * phases * n_parts
-        carry_out = b < n_steps
+def _timeline_window(steps: tuple[int, int] | None, n_steps: int) -> tuple[int, int]:
+    """The steps ``(lo, hi)`` whose tasks and messages are kept, within the run (``(0, 0)``:
+    none)."""
+    if steps is None:
+        return 0, 0
+    lo, hi = steps
+    if not 0 <= lo < hi:
+        raise InputError("--timeline-steps", f"got {lo}:{hi}", "a:b with 0 <= a < b")
+    return min(lo, n_steps), min(hi, n_steps)
+
+
+def _checked_interval(dynamic: Any, options: SimOptions, program: TaskGraph) -> int | None:
+    """The dynamic strategy's steps between calls (``None`` without one), checked."""
+    if dynamic is None:
+        return None
+    interval = int(dynamic.interval)
+    if interval < 1:
+        raise InputError("dynamic strategy interval", f"got {interval}", "an integer >= 1")
+    if options.balance_on == "work" and program.workload.work is None:
+        raise InputError(
+            "--balance-on work", "the workload has no work counts", "a trace with 'work'"
+        )
+    return interval
+
+
+class _Run:
+    """One simulation's state across its segments: the layout of the current placement, the
+    network's state, where the next segment starts, and the counters of its result."""
+
+    def __init__(self, program, machine, options, network, dynamic, placement) -> None:
+        self.program, self.machine, self.options = program, machine, options
+        self.network, self.dynamic = network, dynamic
+        self.cores = machine.cores()
+        self.state = network.new_state()
+        self.net = net_record(network, self.state)
+        self.core_of = placement.core_of
+        node_of = placement.node_of.astype(np.int64)
+        self.layout: Layout = build_layout(program, machine, node_of, options, self.core_of)
+        self.placements: list[tuple[int, np.ndarray]] = [(0, node_of.copy())]
+        self.seg_node: list[tuple[int, int, int, np.ndarray]] = []  # tasks lo, hi, step, nodes
+        self.comm = halo_matrix(program) if dynamic is not None else None
+        self.carry = None
+        self.t0 = 0.0
+        self.n_msgs = 0
+        self.cpu = 0.0
+        self.bytes_migrated = 0
+        self.moved_total = 0
+        self.migration_time = 0.0
+        self.rebalance_time = 0.0
+        self.extra_step_end = np.zeros(program.n_steps)
+
+    def segment(self, rec, a: int, b: int, progress) -> None:
+        """Run steps ``a .. b - 1`` in the compiled kernel."""
+        program, layout = self.program, self.layout
+        stride = program.phases * program.n_parts
+        task_hi = b * stride
         # The records are built inside the timed span: the former kernel allocated its
         # queues and clocks itself, and cpu_seconds is the engine's whole cost.
         started = time.process_time()
-        plan = segment_plan(program, layout, options, (a, b), carry, t0)
+        plan = segment_plan(program, layout, self.options, (a, b), self.carry, self.t0)
         out = segment_out(rec, program, (a, b))
         queues = new_queues(layout, program)
+        node_cores = self.cores.astype(np.float64)
         clocks = new_clocks(plan, program, layout, layout.fc_init.shape[0], node_cores)
         seed_segment(plan, queues, clocks)
-        while not run_segment(net, plan, queues, clocks, out, POPS_PER_CALL):
+        n_tasks = max(program.n_tasks, 1)
+        while not run_segment(self.net, plan, queues, clocks, out, POPS_PER_CALL):
             if progress is not None:
-                progress((task_hi - int(clocks.step_rem.sum())) / max(n_tasks, 1))
-        n_msgs += int(clocks.ctr[C_MSGS])
-        cpu += time.process_time() - started
+                progress((task_hi - int(clocks.step_rem.sum())) / n_tasks)
+        self.n_msgs += int(clocks.ctr[C_MSGS])
+        self.cpu += time.process_time() - started
         if progress is not None:
-            progress(task_hi / max(n_tasks, 1))
-        seg_node.append((task_lo, task_hi, a, layout.node_of))
-        if not carry_out:
-            break
-        # Rebalancing point: every node reports its measured loads (an allreduce), the
-        # strategy decides, moved partitions carry their state to their new node.
-        seg_start = task_start[task_lo:task_hi]
-        seg_end = task_end[task_lo:task_hi]
-        arrive = np.full(n_nodes, t0)
+            progress(task_hi / n_tasks)
+        self.seg_node.append((a * stride, task_hi, a, layout.node_of))
+
+    def rebalance(self, rec, a: int, b: int) -> None:
+        """The rebalancing point after step ``b - 1``: every node reports its measured loads
+        (an allreduce), the strategy decides, moved partitions carry their state to their
+        new node, and the next segment starts when each node is ready."""
+        program, layout, network = self.program, self.layout, self.network
+        over = self.options.overheads
+        phases, n_parts, n_nodes = program.phases, program.n_parts, self.machine.nodes
+        task_lo, task_hi = a * phases * n_parts, b * phases * n_parts
+        seg_start = rec.task_time[task_lo:task_hi, 0]
+        seg_end = rec.task_time[task_lo:task_hi, 1]
+        arrive = np.full(n_nodes, self.t0)
         np.maximum.at(arrive, np.tile(layout.node_of, (b - a) * phases), seg_end)
-        if sync:
-            arrive = np.maximum(arrive, node_release)
+        if self.options.sync != "none":
+            arrive = np.maximum(arrive, rec.node_release)
         released = np.empty(n_nodes)
+        coll_alg = {"linear": 0, "binomial": 1}[self.options.collective]
         collective_release(
-            arrive,
-            coll_alg,
-            0,
-            8.0 * n_parts,
-            over.message,
-            network.net_i,
-            network.net_f,
+            arrive, coll_alg, 0, 8.0 * n_parts, over.message, network.net_i, network.net_f,
             released,
-        )
+        )  # fmt: skip
         latest = float(arrive.max())
-        comm_time += np.maximum(released - latest, 0.0)
-        if options.balance_on == "work":  # what the runtime measures for its strategies
+        rec.comm_time[:] += np.maximum(released - latest, 0.0)
+        if self.options.balance_on == "work":  # what the runtime measures for its strategies
             loads = program.workload.work[a:b].astype(np.float64)
         else:
             loads = (seg_end - seg_start).reshape(b - a, phases * n_parts)
             loads = loads.reshape(b - a, phases, n_parts).sum(axis=1)
-        proposal = dynamic.rebalance(
+        proposal = self.dynamic.rebalance(
             step=b,
             loads=loads,
             node_of=layout.node_of.copy(),
-            cores=cores.copy(),
+            cores=self.cores.copy(),
             state_bytes=program.state_bytes.copy(),
-            comm=comm,
-            machine=machine,
+            comm=self.comm,
+            machine=self.machine,
         )
         # The runtime's call after the report: the decision, broadcast to every node.
         decided = released + over.rebalance
         ready = decided[layout.node_of].copy()
         if proposal is not None:
-            new = np.asarray(proposal)
-            if new.shape != (n_parts,) or not np.issubdtype(new.dtype, np.integer):
-                raise InputError(
-                    f"dynamic strategy {getattr(dynamic, 'name', dynamic)!r}",
-                    f"returned node_of of shape {new.shape}, dtype {new.dtype}",
-                    f"({n_parts},) integers",
-                )
-            if n_parts and (new.min() < 0 or new.max() >= n_nodes):
-                raise InputError(
-                    f"dynamic strategy {getattr(dynamic, 'name', dynamic)!r}",
-                    "returned nodes out of range",
-                    f"[0, {n_nodes})",
-                )
-            new = new.astype(np.int64)
-            moved = np.flatnonzero(new != layout.node_of)
-            if moved.size:
-                src = layout.node_of[moved]
-                dst = new[moved]
-                nbytes = program.state_bytes[moved].astype(np.float64)
-                arrival = np.empty(moved.size)
-                started = time.process_time()
-                _migrate(
-                    network.net_i,
-                    network.net_f,
-                    state.send_free,
-                    state.recv_free,
-                    state.link_free,
-                    src,
-                    dst,
-                    nbytes,
-                    decided[src],
-                    arrival,
-                )
-                cpu += time.process_time() - started
-                ready[moved] = np.maximum(arrival, decided[dst])
-                if over.replan > 0:
-                    # Each node re-plans the partitions it now holds once their state is in;
-                    # the runtime's re-plan agrees across ranks, so all nodes resume together.
-                    start = decided.copy()
-                    np.maximum.at(start, dst, arrival)
-                    held = np.bincount(new, minlength=n_nodes)
-                    ready[:] = (start + over.replan * held).max()
-                bytes_migrated += int(program.state_bytes[moved].sum())
-                moved_total += int(moved.size)
-                migration_time += float(arrival.max() - released.min())
-                layout = build_layout(program, machine, new, options, core_of)
-                placements.append((b, new.copy()))
+            ready = self._move(self._checked(proposal), b, decided, released, ready)
         if n_parts:
-            rebalance_time += max(float(ready.max() - released.max()), 0.0)
-        extra_step_end[b - 1] = float(released.max())
-        carry = np.ascontiguousarray(ready)
-        t0 = float(released.min())
+            self.rebalance_time += max(float(ready.max() - released.max()), 0.0)
+        self.extra_step_end[b - 1] = float(released.max())
+        self.carry = np.ascontiguousarray(ready)
+        self.t0 = float(released.min())
 
-    # Per-step ends, windows, busy and idle time, work and LIF.
-    step_end = np.maximum(np.maximum(rec.step_task_end, rec.step_release), extra_step_end)
+    def _checked(self, proposal) -> np.ndarray:
+        """The strategy's new ``node_of``, checked: ``(P,)`` integers in ``[0, nodes)``."""
+        n_parts, n_nodes, dynamic = self.program.n_parts, self.machine.nodes, self.dynamic
+        new = np.asarray(proposal)
+        if new.shape != (n_parts,) or not np.issubdtype(new.dtype, np.integer):
+            raise InputError(
+                f"dynamic strategy {getattr(dynamic, 'name', dynamic)!r}",
+                f"returned node_of of shape {new.shape}, dtype {new.dtype}",
+                f"({n_parts},) integers",
+            )
+        if n_parts and (new.min() < 0 or new.max() >= n_nodes):
+            raise InputError(
+                f"dynamic strategy {getattr(dynamic, 'name', dynamic)!r}",
+                "returned nodes out of range",
+                f"[0, {n_nodes})",
+            )
+        return new.astype(np.int64)
+
+    def _move(self, new, b, decided, released, ready) -> np.ndarray:
+        """Move the partitions ``new`` puts elsewhere (their state over the network, then the
+        re-plan); when each partition is ready again."""
+        program, layout, state, network = self.program, self.layout, self.state, self.network
+        moved = np.flatnonzero(new != layout.node_of)
+        if not moved.size:
+            return ready
+        src = layout.node_of[moved]
+        dst = new[moved]
+        nbytes = program.state_bytes[moved].astype(np.float64)
+        arrival = np.empty(moved.size)
+        started = time.process_time()
+        _migrate(
+            network.net_i, network.net_f, state.send_free, state.recv_free, state.link_free,
+            src, dst, nbytes, decided[src], arrival,
+        )  # fmt: skip
+        self.cpu += time.process_time() - started
+        ready[moved] = np.maximum(arrival, decided[dst])
+        replan = self.options.overheads.replan
+        if replan > 0:
+            # Each node re-plans the partitions it now holds once their state is in; the
+            # runtime's re-plan agrees across ranks, so all nodes resume together.
+            start = decided.copy()
+            np.maximum.at(start, dst, arrival)
+            held = np.bincount(new, minlength=self.machine.nodes)
+            ready[:] = (start + replan * held).max()
+        self.bytes_migrated += int(program.state_bytes[moved].sum())
+        self.moved_total += int(moved.size)
+        self.migration_time += float(arrival.max() - released.min())
+        self.layout = build_layout(program, self.machine, new, self.options, self.core_of)
+        self.placements.append((b, new.copy()))
+        return ready
+
+
+def _result(run: _Run, rec, placement: Placement, window: tuple[int, int]) -> SimResult:
+    """Per-step ends, busy and idle time, work and LIF, the timeline's window: the result."""
+    program, machine, cores, seg_node = run.program, run.machine, run.cores, run.seg_node
+    n_steps, n_parts, phases, n_tasks = (
+        program.n_steps, program.n_parts, program.phases, program.n_tasks,
+    )  # fmt: skip
+    task_start, task_end = rec.task_time[:, 0], rec.task_time[:, 1]
+    step_end = np.maximum(np.maximum(rec.step_task_end, rec.step_release), run.extra_step_end)
     step_end = np.maximum.accumulate(step_end) if n_steps else step_end
     bounds = np.concatenate(([0.0], step_end))
     makespan = np.diff(bounds)
-    node_busy = np.zeros((n_steps, n_nodes))
-    node_work = np.zeros((n_steps, n_nodes))
+    node_busy = np.zeros((n_steps, machine.nodes))
+    node_work = np.zeros((n_steps, machine.nodes))
     if n_tasks and seg_node:
         _task_sums(
             task_start,
@@ -375,6 +407,7 @@ def simulate(
         )
     node_idle = np.maximum(cores[None, :] * makespan[:, None] - node_busy, 0.0)
     tasks = messages = None
+    lo, hi = window
     if hi > lo:
         sl = slice(lo * phases * n_parts, hi * phases * n_parts)
         task_node = _task_nodes(seg_node, sl.start, sl.stop, n_parts)
@@ -398,7 +431,7 @@ def simulate(
         )
     return SimResult(
         machine=machine.name,
-        nodes=n_nodes,
+        nodes=machine.nodes,
         cores=cores,
         strategy=placement.strategy,
         seed=placement.seed,
@@ -412,16 +445,16 @@ def simulate(
         bytes_sent=rec.bytes_sent[:n_steps],
         bytes_recv=rec.bytes_recv[:n_steps],
         lif=step_lif(node_work, cores),
-        comm_time=float(comm_time.sum()),
+        comm_time=float(rec.comm_time.sum()),
         hidden_comm_time=float(rec.hidden_time.sum()),
-        bytes_migrated=bytes_migrated,
-        partitions_migrated=moved_total,
-        migration_time=migration_time,
-        rebalance_time=rebalance_time,
+        bytes_migrated=run.bytes_migrated,
+        partitions_migrated=run.moved_total,
+        migration_time=run.migration_time,
+        rebalance_time=run.rebalance_time,
         n_tasks=n_tasks,
-        n_messages=n_msgs,
-        placements=placements,
+        n_messages=run.n_msgs,
+        placements=run.placements,
         tasks=tasks,
         messages=messages,
-        cpu_seconds=cpu,
+        cpu_seconds=run.cpu,
     )
