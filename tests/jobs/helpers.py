@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from grapeshot.jobs.correct import LEAD_S, get_correction
 from grapeshot.jobs.reference import reference_schedule
 from grapeshot.jobs.scheduler import BACKFILL, KernelState
+
+#: Where the real logs are (``../shared/data/swf`` beside the clone; tests skip without it).
+SWF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "swf"
 
 
 def random_jobs(seed: int, n: int, capacity: int) -> dict[str, np.ndarray]:
@@ -22,15 +27,19 @@ def random_jobs(seed: int, n: int, capacity: int) -> dict[str, np.ndarray]:
 
 
 def both(jobs: dict[str, np.ndarray], capacity: int, correction: str, mode: int, backfill: str,
-         kill: str = "hard") -> tuple[KernelState, dict[str, np.ndarray]]:  # fmt: skip
-    """Run the kernel and the reference on the same jobs."""
+         kill: str = "hard", checkpoint: tuple[float, float] | None = None,
+         ) -> tuple[KernelState, dict[str, np.ndarray]]:  # fmt: skip
+    """Run the kernel and the reference on the same jobs (``checkpoint = (every, cost)``:
+    checkpointing jobs)."""
     limit = jobs["req"].copy() if kill == "request" else np.full(len(jobs["req"]), 86400.0)
     req = np.minimum(jobs["req"], limit)
     incr = get_correction(correction).increments
     state = KernelState(jobs["submit"], jobs["run"], jobs["size"], limit, req, jobs["user"],
                         capacity)  # fmt: skip
+    if checkpoint is not None:
+        state.checkpointing(*checkpoint)
     state.advance(np.minimum(jobs["pred"], req), incr, LEAD_S, mode, BACKFILL[backfill])
     ref = reference_schedule(jobs["submit"], jobs["run"], jobs["size"], limit,
                              np.minimum(jobs["pred"], req), req, jobs["user"], capacity, incr,
-                             LEAD_S, mode, backfill)  # fmt: skip
+                             LEAD_S, mode, backfill, checkpoint)  # fmt: skip
     return state, ref

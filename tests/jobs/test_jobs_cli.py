@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import run_cli
+from tests.jobs.helpers import SWF_DIR
 
-SWF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "swf"
 KEYS = {"policy", "jobs", "avg_wait_min", "avg_bsld", "utilization", "killed",
         "prediction_mae_min"}  # fmt: skip
 

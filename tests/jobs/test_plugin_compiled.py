@@ -170,3 +170,54 @@ def test_python_and_compiled_plugins_agree_and_see_the_same_history(
     done_by = [int(np.count_nonzero(a.end <= t)) for t in trace.submit]
     assert python.cls.SEEN == list(enumerate(done_by))  # once per job, in order
     assert kept["state"].tolist() == done_by
+
+
+# The boundaries of the prediction clamp and of the correction rule (grapeshot.jobs.rules),
+# one job each: (prediction, correction step added to the limit, request, run) and what must
+# happen (first walltime, last walltime, corrections, killed, seconds run). Hard limit 10,000 s.
+RULE_CASES = [
+    (1000.0, 0.0, 500.0, 400.0, 500.0, 500.0, 0, 0, 400.0),  # capped at the request
+    (0.25, 100.0, 50.0, 0.5, 1.0, 101.0, 1, 0, 0.5),  # at least 1 s; fires at its start
+    (600.0, 300.0, 5000.0, 540.0, 600.0, 600.0, 0, 0, 540.0),  # ends exactly lead s early
+    (600.0, 300.0, 5000.0, 541.0, 600.0, 900.0, 1, 0, 541.0),  # 1 s later: one correction
+    (9000.0, 5000.0, 20000.0, 12000.0, 9000.0, 10000.0, 1, 1, 10000.0),  # capped at the hard
+    (600.0, 0.0, 5000.0, 2000.0, 600.0, 600.0, 0, 1, 600.0),  # no growth: stops, killed
+    (600.0, -10.0, 5000.0, 2000.0, 600.0, 600.0, 0, 1, 600.0),  # shrinks: stops, killed
+    (20000.0, 100.0, 20000.0, 12000.0, 10000.0, 10000.0, 0, 1, 10000.0),  # at the hard limit
+    (600.0, 30.0, 5000.0, 700.0, 600.0, 780.0, 6, 0, 700.0),  # +30 s until 700 <= w - 60
+]
+RULES = (
+    "PRED = np.array([{pred}])\nSTEP = np.array([{step}])\n"
+    "class Py:\n"
+    "    def predict(self, job, history):\n        return float(PRED[job.index])\n"
+    "    def correct(self, job, elapsed, limit):\n        return limit + float(STEP[job.index])\n"
+    "class Nb:\n"
+    "    @staticmethod\n    @njit\n"
+    "    def predict(job, history, state):\n        return PRED[job.index]\n"
+    "    @staticmethod\n    @njit\n"
+    "    def correct(job, elapsed, limit):\n        return limit + STEP[job.index]\n"
+)
+
+
+def test_python_and_compiled_plugins_apply_one_correction_rule(tmp_path: Path) -> None:
+    # Both paths clamp the prediction and apply each correction through grapeshot.jobs.rules;
+    # every case sits on a boundary where a drifted copy (<= for <, no cap, no growth check,
+    # the clamp in the other order) gives another walltime, count or end.
+    cols = list(zip(*RULE_CASES, strict=True))
+    body = RULES.format(pred=", ".join(map(repr, cols[0])), step=", ".join(map(repr, cols[1])))
+    n = len(RULE_CASES)
+    trace = make_trace(submit=np.zeros(n), run=np.array(cols[3]), procs=np.ones(n, dtype=int),
+                       req_time=np.array(cols[2]))  # fmt: skip
+    out = [
+        simulate_plugin(
+            trace, load_plugin(_plugin(tmp_path, body, name)), Machine(n), max_walltime=10_000.0
+        )
+        for name in ("Py", "Nb")
+    ]
+    assert _same(*out)
+    s = out[0]
+    assert s.prediction.tolist() == list(cols[4])
+    assert s.walltime.tolist() == list(cols[5])
+    assert s.corrections.tolist() == list(cols[6])
+    assert s.killed.astype(int).tolist() == list(cols[7])
+    assert (s.end - s.start).tolist() == list(cols[8])

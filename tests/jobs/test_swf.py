@@ -13,8 +13,8 @@ from grapeshot.jobs.swf import format_swf, parse_swf_text, read_swf
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
 from tests.fuzz import fuzz
+from tests.jobs.helpers import SWF_DIR
 
-SWF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "swf"
 GOOD = "1 0 5 100 4 -1 -1 4 200 -1 1 3 1 -1 -1 1 -1 -1"
 
 

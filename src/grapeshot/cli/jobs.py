@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from grapeshot.cli.output import console, emit_json, err_console
+from grapeshot.jobs.checkpoint import SUFFIX, checkpoint_of
 from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.jobs_out import check_jobs_out, write_jobs_out
 from grapeshot.jobs.partitions import merged_partitions_line, partition_counts, select_partitions
@@ -18,7 +19,7 @@ from grapeshot.jobs.policies import POLICIES
 from grapeshot.jobs.sacct import read_sacct
 from grapeshot.jobs.scheduler import BACKFILL
 from grapeshot.jobs.simulate import Machine
-from grapeshot.jobs.study import run_study
+from grapeshot.jobs.study import check_checkpointable, run_study
 from grapeshot.jobs.swf import SwfRead, read_swf, write_swf
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
@@ -52,6 +53,13 @@ SIMULATE_HELP = "\n\n".join(
         "walltime (COARE mode). --compress F divides inter-arrival times by F (a heavier, "
         "different workload; reported). If the log records wait times, the real schedule is "
         "shown as `as logged` beside the simulated policies. See docs/jobs.md.",
+        "--checkpoint-cost C --checkpoint-seconds I (seconds, both): also simulate each policy "
+        "with checkpointing jobs, in a row `POLICY+ckpt` beside it: every job writes a "
+        "checkpoint after each I s of work, each taking C s (none at its end), and a job "
+        "killed at its walltime is resubmitted at once from its last checkpoint, with the "
+        "walltime it was killed at; killed before its first checkpoint, it stays killed. "
+        "Its wait is its time queued and its run time the time it ran, over all its runs; "
+        "`restarts` counts the resubmissions. Built-in policies only.",
     ]
 )
 
@@ -112,7 +120,8 @@ def simulate_command(
         typer.Option(
             "--jobs-out",
             help="Write every job's schedule: FILE.csv (each job and policy: submit, start, "
-            "end, predicted and final walltime, corrections, killed) or FILE.swf (one policy).",
+            "end, predicted and final walltime, corrections, killed, time queued and run, "
+            "restarts) or FILE.swf (one policy).",
         ),
     ] = None,
     partition: Annotated[
@@ -125,11 +134,28 @@ def simulate_command(
             "and the output says which were merged. An unknown name is refused.",
         ),
     ] = None,
+    checkpoint_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--checkpoint-cost",
+            help="Seconds each checkpoint takes: also simulate every policy with jobs that "
+            "checkpoint and resume after a walltime kill (rows POLICY+ckpt; needs "
+            "--checkpoint-seconds).",
+        ),
+    ] = None,
+    checkpoint_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--checkpoint-seconds",
+            help="Seconds of work between a job's checkpoints (with --checkpoint-cost).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Compare walltime policies on a workload; see ``SIMULATE_HELP``."""
     if (swf is None) == (sacct is None):
         raise InputError("--swf/--sacct", "give exactly one workload file")
+    checkpoint = checkpoint_of(checkpoint_cost, checkpoint_seconds)
     if backfill not in BACKFILL:
         raise InputError("--backfill", f"got {backfill!r}", "one of " + ", ".join(BACKFILL))
     try:
@@ -138,8 +164,10 @@ def simulate_command(
         raise
     except ValueError as exc:
         raise InputError("--policies", str(exc)) from None
+    if checkpoint is not None:
+        check_checkpointable(chosen)
     if jobs_out is not None:
-        check_jobs_out(jobs_out, len(chosen))
+        check_jobs_out(jobs_out, len(chosen) * (1 if checkpoint is None else 2))
     path = swf if swf is not None else sacct
     assert path is not None
     read = read_swf(path, strict=strict) if swf is not None else read_sacct(path, strict=strict)
@@ -162,7 +190,7 @@ def simulate_command(
             workload, chosen, machine, backfill=backfill, default_walltime_h=default_walltime,
             default_share=default_share, seed=seed, compress=compress,
             on_policy=None if as_json else (lambda p: status.update(f"simulating {p}")),
-            source=source,
+            source=source, checkpoint=checkpoint,
         )  # fmt: skip
     if picked is not None:
         study = replace(study, cleaned=replace(study.cleaned, steps=(picked, *study.cleaned.steps)))
@@ -191,6 +219,7 @@ def simulate_command(
                 "logged": None if study.logged is None else study.logged.as_dict(),
                 "policies": [m.as_dict() for m in study.metrics],
                 "gap": {"user_estimate_bsld": study.gap[0], "clairvoyant_bsld": study.gap[1]},
+                "checkpoint": None if checkpoint is None else checkpoint.as_dict(),
                 "jobs_out": None if written is None else str(written),
             }
         )
@@ -215,7 +244,7 @@ def simulate_command(
     )
     table = Table(title=f"{cpus} CPUs" + (f", {nodes} nodes" if nodes else "") + f", {backfill}")
     columns = ("policy", "jobs", "wait (min)", "avg bsld", "gap closed", "util", "killed",
-               "MAE (min)", "corr. (no-op)")  # fmt: skip
+               "MAE (min)", "corr. (no-op)") + (("restarts",) if checkpoint else ())  # fmt: skip
     for name in columns:
         table.add_column(name, justify="left" if name == "policy" else "right")
     for m in study.metrics:
@@ -229,12 +258,13 @@ def simulate_command(
             str(m.killed),
             f"{m.prediction_mae_min:.1f}",
             f"{m.corrections * m.jobs:.0f} ({m.noop_corrections})" if m.corrections else "",
+            *((str(m.restarts),) if checkpoint else ()),
         )
     lg = study.logged
     if lg is not None and lg.jobs:
         table.add_row(
             "as logged", str(lg.jobs), f"{lg.avg_wait_min:.2f}", f"{lg.avg_bsld:.2f}", "",
-            f"{lg.utilization:.3f}", "", "", "",
+            f"{lg.utilization:.3f}", "", "", "", *(("",) if checkpoint else ()),
         )  # fmt: skip
     console.print(table)
     if lg is not None and lg.jobs:
@@ -243,8 +273,16 @@ def simulate_command(
             f"idle during {100 * lg.idle_while_waiting:.0f} % of its waiting time",
             highlight=False,
         )
+    if checkpoint is not None:
+        console.print(
+            f"POLICY{SUFFIX}: every job checkpoints after each {checkpoint.every:g} s of work, "
+            f"{checkpoint.cost:g} s each; a job killed at its walltime resumes from its last "
+            "checkpoint (restarts); wait = time queued, bsld's run time = time run, over all "
+            "its runs",
+            highlight=False,
+        )
     if written is not None:
-        console.print(f"written: {written}", highlight=False)
+        console.print(f"written: {written}", highlight=False, soft_wrap=True)  # a path, unbroken
 
 
 def generate_command(

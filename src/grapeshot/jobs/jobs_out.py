@@ -5,8 +5,9 @@
 - ``.csv``: one row per job and policy, floats in full precision (Python's shortest
   round-trip form), so the summary metrics recompute from the file exactly;
 - ``.swf``: the simulated schedule as a Standard Workload Format log of one policy (wait =
-  start − submit, run time = the time the job ran, requested time = its final walltime,
-  status 0 where it was killed): what SWF can say, for tools that read SWF. The prediction
+  start − submit, run time = the time the job ran — with checkpointing, the time queued and
+  the time run over all of a job's runs —, requested time = its final walltime, status 0
+  where it was killed): what SWF can say, for tools that read SWF. The prediction
   and the corrections have no SWF field; the CSV has them.
 """
 
@@ -34,12 +35,14 @@ SUFFIXES = (".csv", ".swf")
 CSV_COLUMNS = (
     "policy", "job_id", "user", "procs", "submit", "start", "end", "run",
     "predicted", "walltime", "corrections", "noop_corrections", "killed", "in_metrics",
+    "wait", "ran", "restarts",
 )  # fmt: skip
 
 
-def check_jobs_out(path: str | os.PathLike[str], policies: int) -> Path:
+def check_jobs_out(path: str | os.PathLike[str], schedules: int) -> Path:
     """Refuse, before any job is simulated, a ``--jobs-out`` path that cannot be written,
-    or an SWF file asked to hold several policies' schedules (SWF holds one).
+    or an SWF file asked to hold several schedules (SWF holds one; with checkpointing each
+    policy has two, without and with).
 
     Raises
     ------
@@ -47,11 +50,12 @@ def check_jobs_out(path: str | os.PathLike[str], policies: int) -> Path:
         Naming ``--jobs-out``.
     """
     final = check_output_path(path, "--jobs-out", suffixes=SUFFIXES)
-    if final.suffix.lower() == ".swf" and policies != 1:
+    if final.suffix.lower() == ".swf" and schedules != 1:
         raise InputError(
             f"--jobs-out {path}",
-            f"an SWF log holds one schedule, and {policies} policies were asked",
-            "one policy (--policies NAME) for .swf, or a .csv file (one row per job and policy)",
+            f"an SWF log holds one schedule, and {schedules} were asked",
+            "one policy (--policies NAME) without --checkpoint-cost for .swf, or a .csv file "
+            "(one row per job and policy)",
         )
     return final
 
@@ -69,7 +73,7 @@ def jobs_csv(trace: JobTrace, schedules: Sequence[Schedule], in_metrics: np.ndar
             s.start.tolist(), s.end.tolist(), s.run.tolist(), s.prediction.tolist(),
             s.walltime.tolist(), s.corrections.tolist(), s.noop_corrections.tolist(),
             s.killed.astype(np.int8).tolist(),
-            metric, strict=True,
+            metric, s.wait.tolist(), s.ran.tolist(), s.restarts.tolist(), strict=True,
         )  # fmt: skip
         writer.writerows(rows)
     return buf.getvalue()
@@ -79,8 +83,8 @@ def schedule_swf(trace: JobTrace, schedule: Schedule) -> str:
     """The SWF text of ``schedule``: ``trace``'s jobs with their simulated wait and run."""
     out = trace
     for name, values in (
-        ("wait", schedule.start - schedule.submit),
-        ("run", schedule.end - schedule.start),
+        ("wait", schedule.wait),
+        ("run", schedule.ran),
         ("req_time", schedule.walltime),
         ("status", np.where(schedule.killed, 0, 1)),
     ):

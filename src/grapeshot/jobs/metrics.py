@@ -24,13 +24,16 @@ class PolicyMetrics:
     jobs
         Jobs counted.
     avg_wait_min
-        Mean of start − submit, minutes.
+        Mean wait (start − submit; with checkpointing the time queued over all of a job's
+        segments), minutes.
     avg_bsld
-        Mean bounded slowdown, max((wait + R) / max(R, τ), 1), R = time the job ran, τ = 10 s.
+        Mean bounded slowdown, max((wait + R) / max(R, τ), 1), R = time the job ran (over
+        all its segments), τ = 10 s.
     utilization
-        Σ procs × (end − start) / (CPUs × (last end − first submit)), over all simulated jobs.
+        Σ procs × R / (CPUs × (last end − first submit)), over all simulated jobs.
     killed
-        Jobs that reached a walltime that could not grow (counted jobs only).
+        Jobs that reached a walltime that could not grow (counted jobs only) and, with
+        checkpointing, had no checkpoint to resume from.
     prediction_mae_min
         Mean |prediction at submission − actual run time|, minutes.
     corrections
@@ -42,6 +45,10 @@ class PolicyMetrics:
     gap_closed
         Share of the user-estimate → clairvoyant cut in ``avg_bsld`` this policy takes
         (:func:`gap_closed`), or None when perfect walltimes do not beat the requests.
+    restarts
+        Resubmissions from a checkpoint (counted jobs; 0 without checkpointing).
+    checkpoint
+        ``{"every_s", "cost_s"}`` when the jobs checkpointed, else None.
     """
 
     policy: str
@@ -54,6 +61,8 @@ class PolicyMetrics:
     corrections: float
     noop_corrections: int = 0
     gap_closed: float | None = None
+    restarts: int = 0
+    checkpoint: dict[str, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -72,9 +81,9 @@ def policy_metrics(
     n = len(schedule.submit)
     mask = np.ones(n, dtype=bool) if in_metrics is None else np.asarray(in_metrics, dtype=bool)
     wait = schedule.wait[mask]
-    ran = (schedule.end - schedule.start)[mask]
+    ran = schedule.ran[mask]
     span = float(schedule.end.max() - schedule.submit.min()) if n else 0.0
-    busy = float(np.sum(schedule.procs * (schedule.end - schedule.start)))
+    busy = float(np.sum(schedule.procs * schedule.ran))
     util = busy / (schedule.machine.cpus * span) if span > 0 else 0.0
     mae = np.abs(schedule.prediction[mask] - schedule.run[mask])
     count = int(mask.sum())
@@ -92,6 +101,8 @@ def policy_metrics(
         prediction_mae_min=mean(mae) / 60.0,
         corrections=mean(schedule.corrections[mask].astype(np.float64)),
         noop_corrections=int(schedule.noop_corrections[mask].sum()),
+        restarts=int(schedule.restarts[mask].sum()),
+        checkpoint=None if schedule.checkpoint is None else schedule.checkpoint.as_dict(),
     )
 
 

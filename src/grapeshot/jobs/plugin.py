@@ -56,10 +56,15 @@ from grapeshot.jobs.plugin_compiled import (
     too_many_corrections,
 )
 from grapeshot.jobs.policies import PAPER_POLICIES, POLICIES, Policy, get_policy
+from grapeshot.jobs.rules import (
+    NO_CORRECTION,
+    capped_correction,
+    clamp_prediction,
+    correction_fires,
+)
 from grapeshot.jobs.scheduler import (
     BACKFILL,
     MAX_CORRECTIONS,
-    MIN_PREDICTION_S,
     PRED_ASK,
     S_DONE,
     S_FREE,
@@ -70,6 +75,13 @@ from grapeshot.jobs.scheduler import (
 from grapeshot.jobs.simulate import Machine, Schedule, kernel_inputs, schedule_of
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError, exception_line
+from grapeshot.model.user_code import load_object  # the importlib machinery --app uses too
+
+# The kernel's rules as plain Python functions, called once per job (a call through numba's
+# dispatcher would cost more than the rule).
+_clamp = clamp_prediction.py_func
+_fires = correction_fires.py_func
+_capped = capped_correction.py_func
 
 
 class Completed:
@@ -199,8 +211,6 @@ def load_plugin(spec: str) -> PluginPolicy:
         Naming the spec, if the module does not load, the class is missing, has no
         ``predict``, or gives a ``kill`` other than ``"hard"`` or ``"request"``.
     """
-    from grapeshot.apps.user import load_object  # importlib machinery shared with --app
-
     cls, _ = load_object(
         spec,
         option="--policies",
@@ -295,12 +305,10 @@ def simulate_plugin(
                 p = predict(job, history)
             except Exception as exc:
                 raise _raised(plugin, "predict", exc, job) from None
-            w = _seconds(p, plugin, job)
-            w = w if w < job.request else job.request
-            w = w if w > MIN_PREDICTION_S else MIN_PREDICTION_S
+            w = _clamp(_seconds(p, plugin, job), job.request)
             batch.append(w)
             r = run[j]
-            if correct is not None and w < hard[j] and r > w - LEAD_S:  # a correction fires
+            if correct is not None and _fires(w, r, hard[j], LEAD_S):
                 chain = _chain(plugin, correct, job, w, r, hard[j])
                 if chain:
                     w = chain[-1]
@@ -324,17 +332,16 @@ def _chain(
     plugin: PluginPolicy, correct: Any, job: Job, w: float, run: float, hard: float
 ) -> list[float]:
     """The walltimes ``job`` goes through after its prediction ``w``: the corrections that
-    fire while it runs (the rule of :func:`grapeshot.jobs.scheduler._corrected`, with
-    ``correct`` for the table of increments)."""
+    fire while it runs (the rules of :mod:`grapeshot.jobs.rules`, as the compiled path's
+    :func:`grapeshot.jobs.scheduler._call_plugin` applies them)."""
     out: list[float] = []
-    while w < hard and run > w - LEAD_S:
+    while _fires(w, run, hard, LEAD_S):
         try:
             new = correct(job, w - LEAD_S, w)
         except Exception as exc:
             raise _raised(plugin, "correct", exc, job) from None
-        new = _seconds(new, plugin, job)
-        new = hard if new > hard else new
-        if not new > w:
+        new = _capped(_seconds(new, plugin, job), w, hard)
+        if new == NO_CORRECTION:
             break
         if len(out) == MAX_CORRECTIONS:
             raise too_many_corrections(plugin.spec, job.job_id)

@@ -31,7 +31,8 @@ import numpy as np
 from sklearn.ensemble import AdaBoostRegressor
 from sklearn.tree import DecisionTreeRegressor
 
-from grapeshot.jobs.scheduler import MIN_PREDICTION_S, PRED_AVE2, PRED_GIVEN
+from grapeshot.jobs.rules import clamp_predictions
+from grapeshot.jobs.scheduler import PRED_AVE2, PRED_GIVEN
 from grapeshot.jobs.trace import JobTrace
 
 CONSTANT_PREDICTION_S = 600.0
@@ -79,12 +80,12 @@ class Predictor:
         """Predictions known before any job completes, seconds, shape ``(n,)``."""
         req = np.asarray(trace.req_time, dtype=np.float64)
         if self.name == "constant":
-            pred = np.minimum(CONSTANT_PREDICTION_S, req)
+            pred = np.full(len(req), CONSTANT_PREDICTION_S)
         elif self.name == "exact":
-            pred = np.minimum(np.maximum(np.asarray(trace.run, dtype=np.float64), 0.0), req)
+            pred = np.maximum(np.asarray(trace.run, dtype=np.float64), 0.0)
         else:  # request, and the fallback of ave2 / adaboost
-            pred = req.copy()
-        return np.maximum(pred, MIN_PREDICTION_S)
+            pred = req
+        return clamp_predictions(pred, req)
 
     def refit_every(self, n: int) -> int:
         """Completions between refits for a trace of ``n`` jobs."""
@@ -110,7 +111,7 @@ class Predictor:
         )
         model.fit(x[done], y)
         pred = np.expm1(model.predict(x[todo]))
-        return np.clip(pred, MIN_PREDICTION_S, np.maximum(trace.req_time[todo], MIN_PREDICTION_S))
+        return clamp_predictions(pred, np.asarray(trace.req_time[todo], dtype=np.float64))
 
 
 PREDICTORS: tuple[str, ...] = ("request", "constant", "exact", "ave2", "adaboost")

@@ -2,7 +2,10 @@
 
 Written for clarity with ``heapq`` and lists, with the semantics of
 :mod:`grapeshot.jobs.scheduler` (same event order, same arithmetic, so the same floats). It
-supports given predictions and AVE2, every correction and every backfilling mode.
+supports given predictions and AVE2, every correction, every backfilling mode and
+checkpointing jobs. The rules themselves (the prediction clamp, when a correction fires, the
+checkpoint arithmetic) are the kernel's own, from :mod:`grapeshot.jobs.rules`: what this
+checks is the event loop around them.
 """
 
 from __future__ import annotations
@@ -12,7 +15,23 @@ import math
 
 import numpy as np
 
-from grapeshot.jobs.scheduler import BACKFILL, CORRECT, END, MIN_PREDICTION_S, PRED_AVE2
+from grapeshot.jobs.rules import (
+    capped_correction,
+    checkpoint_saved,
+    checkpointed_wall,
+    clamp_prediction,
+    correction_fires,
+    correction_time,
+)
+from grapeshot.jobs.scheduler import BACKFILL, CORRECT, END, PRED_AVE2
+
+# The rules as plain Python functions (the same source the kernel compiles).
+_clamp = clamp_prediction.py_func
+_fires = correction_fires.py_func
+_when = correction_time.py_func
+_capped = capped_correction.py_func
+_saved = checkpoint_saved.py_func
+_wall = checkpointed_wall.py_func
 
 
 def reference_schedule(
@@ -28,10 +47,13 @@ def reference_schedule(
     lead: float,
     pred_mode: int,
     backfill: str,
+    checkpoint: tuple[float, float] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Simulate; returns ``start``, ``end``, ``wtr0``, ``wtr``, ``ncorr``, ``killed`` (per job).
+    """Simulate; returns per job ``start`` (the first), ``end`` (the last), ``wtr0``, ``wtr``,
+    ``ncorr``, ``killed``, ``ran``, ``waited`` and ``restarts``.
 
-    Parameters are those of :class:`grapeshot.jobs.scheduler.KernelState` and its ``advance``.
+    Parameters are those of :class:`grapeshot.jobs.scheduler.KernelState` and its ``advance``;
+    ``checkpoint = (every, cost)`` those of its ``checkpointing``.
     """
     n = len(submit)
     sub = [float(x) for x in submit]
@@ -48,6 +70,14 @@ def reference_schedule(
     wtr0 = [0.0] * n
     ncorr = [0] * n
     killed = [False] * n
+    every, cost = checkpoint if checkpoint is not None else (0.0, 0.0)
+    work = list(rn_)
+    need = [_wall(w, every, cost) for w in work]  # what the current segment runs
+    ran = [0.0] * n
+    waited = [0.0] * n
+    queued = list(sub)
+    first = [-1.0] * n
+    restarts = [0] * n
     last: dict[int, list[float]] = {}
     heap: list[tuple[float, int, int]] = []
     queue: list[int] = []
@@ -56,30 +86,29 @@ def reference_schedule(
     nxt = 0
 
     def can(w: float, j: int) -> bool:
-        return bool(inc) and w < lim[j] and rn_[j] > w - lead
+        return bool(inc) and _fires(w, need[j], lim[j], lead)
 
     def grow(w: float, c: int, j: int) -> float:
-        w = w + inc[min(c, len(inc) - 1)]
-        return lim[j] if w > lim[j] else w
+        return _capped(w + inc[min(c, len(inc) - 1)], w, lim[j])
 
     def begin(j: int, t: float) -> None:
         nonlocal free
         start[j] = t
         w, c = wtr[j], ncorr[j]
-        while can(w, j) and t + (w - lead) <= t:
+        while can(w, j) and _when(t, w, lead) <= t:
             w, c = grow(w, c, j), c + 1
         wtr[j], ncorr[j] = w, c
         wf, cf = w, c
         while can(wf, j):
             wf, cf = grow(wf, cf, j), cf + 1
-        if rn_[j] > wf:
+        if need[j] > wf:
             killed[j] = True
             end[j] = t + wf
         else:
-            end[j] = t + rn_[j]
+            end[j] = t + need[j]
         heapq.heappush(heap, (end[j], END, j))
         if can(w, j):
-            heapq.heappush(heap, (t + (w - lead), CORRECT, j))
+            heapq.heappush(heap, (_when(t, w, lead), CORRECT, j))
         free -= sz[j]
         running.append(j)
 
@@ -99,7 +128,7 @@ def reference_schedule(
         extra = free + sum(sz[j] for e, j in ends if e <= shadow) - sz[head]
         cands = queue[1:]
         if sjbf:
-            cands = sorted(cands, key=lambda j: (wtr[j], j))
+            cands = sorted(cands, key=lambda j: wtr[j])  # stable: ties in queue order
         for j in cands:
             if free == 0:
                 break
@@ -153,23 +182,35 @@ def reference_schedule(
             if kind == END:
                 free += sz[j]
                 running.remove(j)
+                ran[j] += end[j] - start[j]
+                waited[j] += start[j] - queued[j]
+                saved = _saved(end[j] - start[j], every, cost) if killed[j] and every else 0.0
+                if saved > 0.0:  # resubmitted from its last checkpoint, walltime kept
+                    work[j] -= saved
+                    need[j] = _wall(work[j], every, cost)
+                    if restarts[j] == 0:
+                        first[j] = start[j]
+                    restarts[j] += 1
+                    killed[j] = False
+                    start[j] = end[j] = -1.0
+                    queued[j] = t
+                    queue.append(j)
+                    continue
                 hist = last.setdefault(us[j], [])
-                hist.insert(0, end[j] - start[j])
+                hist.insert(0, ran[j])
                 del hist[2:]
             else:
                 w, c = wtr[j], ncorr[j]
-                while can(w, j) and start[j] + (w - lead) <= t:
+                while can(w, j) and _when(start[j], w, lead) <= t:
                     w, c = grow(w, c, j), c + 1
                 wtr[j], ncorr[j] = w, c
                 if can(w, j):
-                    heapq.heappush(heap, (start[j] + (w - lead), CORRECT, j))
+                    heapq.heappush(heap, (_when(start[j], w, lead), CORRECT, j))
         while nxt < n and sub[nxt] == t:
             if pred_mode == PRED_AVE2:
                 hist = last.get(us[nxt], [])
-                p = rq[nxt]
-                if len(hist) >= 2:
-                    p = min(0.5 * (hist[0] + hist[1]), rq[nxt])
-                p = max(p, MIN_PREDICTION_S)
+                p = 0.5 * (hist[0] + hist[1]) if len(hist) >= 2 else rq[nxt]
+                p = _clamp(p, rq[nxt])
             else:
                 p = float(pred[nxt])
             wtr[nxt] = wtr0[nxt] = p
@@ -185,10 +226,13 @@ def reference_schedule(
                     easy(t, bf == BACKFILL["sjbf"])
             queue[:] = [j for j in queue if start[j] < 0.0]
     return {
-        "start": np.array(start),
+        "start": np.where(np.array(restarts) > 0, first, start),
         "end": np.array(end),
         "wtr0": np.array(wtr0),
         "wtr": np.array(wtr),
         "ncorr": np.array(ncorr),
         "killed": np.array(killed),
+        "ran": np.array(ran),
+        "waited": np.array(waited),
+        "restarts": np.array(restarts),
     }

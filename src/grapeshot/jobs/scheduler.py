@@ -20,7 +20,12 @@ scheduler makes one pass:
     whose reservation is now start (re-planned from scratch each pass, i.e. with compression).
 
 The scheduler sees only predicted walltimes; a job really ends at ``start + min(run, limit')``
-where ``limit'`` is the walltime after corrections (see :mod:`grapeshot.jobs.correct`).
+where ``limit'`` is the walltime after corrections (see :mod:`grapeshot.jobs.correct`). With
+checkpointing (:meth:`KernelState.checkpointing`, :mod:`grapeshot.jobs.checkpoint`) ``run`` is
+what the job's current run needs with its checkpoints, and a job killed after writing one is
+queued again with the rest of its work (:func:`_requeue`). The rules themselves (prediction
+clamp, corrections, checkpoint arithmetic) are :mod:`grapeshot.jobs.rules`, shared with the
+reference and the plug-in paths.
 
 The kernel can stop after a number of completions and resume, so a predictor can be retrained
 on the jobs completed so far and predict the jobs not yet submitted (no peeking).
@@ -33,11 +38,19 @@ import functools
 import numpy as np
 from numba import cfunc, float64, int64, njit, uintp
 
+from grapeshot.jobs.rules import (
+    NO_CORRECTION,
+    capped_correction,
+    checkpoint_saved,
+    checkpointed_wall,
+    clamp_prediction,
+    correction_fires,
+    correction_time,
+)
+
 BACKFILL: dict[str, int] = {"fcfs": 0, "easy": 1, "sjbf": 2, "conservative": 3}
 END, CORRECT = 0, 1
 PRED_GIVEN, PRED_AVE2, PRED_ASK, PRED_CALL, PRED_CALL_CORRECT = 0, 1, 2, 3, 4
-MIN_PREDICTION_S = 1.0
-NO_CORRECTION = -1.0
 #: Most corrections one job may get from a plug-in (more is a correction that never grows
 #: enough, e.g. +1 ms each time: refused rather than looped).
 MAX_CORRECTIONS = 10_000
@@ -129,10 +142,9 @@ def _corrected(j, w, c, run, limit, incr, lead, cptr, cwall):
     if len(cptr):
         k = cptr[j] + c
         return cwall[k] if k < cptr[j + 1] else NO_CORRECTION
-    if len(incr) == 0 or w >= limit[j] or run[j] <= w - lead:
+    if len(incr) == 0 or not correction_fires(w, run[j], limit[j], lead):
         return NO_CORRECTION
-    w = w + incr[c if c < len(incr) else len(incr) - 1]
-    return limit[j] if w > limit[j] else w
+    return capped_correction(w + incr[c if c < len(incr) else len(incr) - 1], w, limit[j])
 
 
 @njit(cache=True)
@@ -177,7 +189,7 @@ def _fire_due(j, t, run, limit, incr, cptr, cwall, lead, start, wtr, ncorr, noop
     c = ncorr[j]
     while True:
         nw = _corrected(j, w, c, run, limit, incr, lead, cptr, cwall)
-        if nw == NO_CORRECTION or start[j] + (w - lead) > t:
+        if nw == NO_CORRECTION or correction_time(start[j], w, lead) > t:
             break
         if run[j] <= w:  # it would have ended within the walltime it had
             noop[j] += 1
@@ -186,7 +198,7 @@ def _fire_due(j, t, run, limit, incr, cptr, cwall, lead, start, wtr, ncorr, noop
     wtr[j] = w
     ncorr[j] = c
     if _corrected(j, w, c, run, limit, incr, lead, cptr, cwall) != NO_CORRECTION:
-        ist[S_HN] = _push(ht, hk, hj, ist[S_HN], start[j] + (w - lead), CORRECT, j)
+        ist[S_HN] = _push(ht, hk, hj, ist[S_HN], correction_time(start[j], w, lead), CORRECT, j)
 
 
 @njit(cache=True)
@@ -503,16 +515,15 @@ def _call_plugin(j, done, run, limit, req, lead, cptr, cwall, pfn, cfn, ctx, fst
     if not (p > 0.0 and p < np.inf):  # an exception in the plug-in returns 0
         fst[1] = p
         return ST_BAD_PREDICTION
-    w = p if p < req[j] else req[j]
-    w = w if w > MIN_PREDICTION_S else MIN_PREDICTION_S
+    w = clamp_prediction(p, req[j])
     fst[1] = w
-    while corrects and w < limit[j] and run[j] > w - lead:
+    while corrects and correction_fires(w, run[j], limit[j], lead):
         new = cfn(j, w - lead, w, ctx.ctypes.data)
         if not (new > 0.0 and new < np.inf):
             fst[1] = new
             return ST_BAD_CORRECTION
-        new = limit[j] if new > limit[j] else new
-        if not new > w:
+        new = capped_correction(new, w, limit[j])
+        if new == NO_CORRECTION:
             break
         if k - cptr[j] == MAX_CORRECTIONS:
             return ST_TOO_MANY
@@ -521,6 +532,33 @@ def _call_plugin(j, done, run, limit, req, lead, cptr, cwall, pfn, cfn, ctx, fst
         w = new
     cptr[j + 1] = k
     return 0
+
+
+@njit(cache=True)
+def _requeue(j, t, ckpt, run, work, killed, start, end, queued, first, restarts, queue, ist):
+    """Resubmit job ``j``, killed at ``t``, from its last checkpoint: True if it wrote one.
+
+    ``ckpt = (every, cost)``: a checkpoint after every ``every`` s of work, taking ``cost``
+    s. The job queues again at ``t`` (behind the jobs waiting, before this instant's
+    arrivals) with the work its checkpoints did not save, and the walltime it was killed at
+    (a requeued Slurm job keeps its time limit): ``run[j]`` becomes what the rest takes with
+    its own checkpoints. Without a checkpoint the kill stands, as without checkpointing.
+    """
+    saved = checkpoint_saved(end[j] - start[j], ckpt[0], ckpt[1])
+    if not saved > 0.0:
+        return False
+    work[j] -= saved
+    run[j] = checkpointed_wall(work[j], ckpt[0], ckpt[1])
+    if restarts[j] == 0:
+        first[j] = start[j]
+    restarts[j] += 1
+    killed[j] = 0
+    start[j] = -1.0
+    end[j] = -1.0
+    queued[j] = t
+    queue[ist[S_QN]] = j
+    ist[S_QN] += 1
+    return True
 
 
 @njit(cache=True)
@@ -562,6 +600,13 @@ def run_kernel(
     ulast1,
     ulast2,
     ucount,
+    ckpt,
+    work,
+    ran,
+    waited,
+    queued,
+    first,
+    restarts,
     pfn,
     cfn,
     ctx,
@@ -579,7 +624,8 @@ def run_kernel(
     their start, end and user in that order. With ``pred_mode == PRED_CALL`` the compiled
     plug-in ``pfn`` (and ``cfn`` with ``PRED_CALL_CORRECT``) predicts each arriving job
     (:func:`_call_plugin`); the call returns (False) with ``ist[S_STATUS]`` set if it cannot go
-    on.
+    on. With ``ckpt[0] > 0`` jobs checkpoint and a killed job is requeued (:func:`_requeue`);
+    ``ran`` and ``waited`` sum each job's segments (seconds run, seconds queued).
     """
     n = len(submit)
     done_at_call = ist[S_DONE]
@@ -602,9 +648,15 @@ def run_kernel(
                 running[r] = last
                 pos[last] = r
                 ist[S_RN] -= 1
+                ran[j] += end[j] - start[j]
+                waited[j] += start[j] - queued[j]
+                if killed[j] and ckpt[0] > 0.0:
+                    if _requeue(j, t, ckpt, run, work, killed, start, end, queued, first,
+                                restarts, queue, ist):  # fmt: skip
+                        continue  # not a completion: the job waits again
                 u = user[j]
                 ulast2[u] = ulast1[u]
-                ulast1[u] = end[j] - start[j]
+                ulast1[u] = ran[j]
                 ucount[u] += 1
                 fin[j] = 1
                 k = ist[S_DONE]
@@ -644,10 +696,7 @@ def run_kernel(
                 p = req[na]
                 if ucount[u] >= 2:
                     p = 0.5 * (ulast1[u] + ulast2[u])
-                    if p > req[na]:
-                        p = req[na]
-                if p < MIN_PREDICTION_S:
-                    p = MIN_PREDICTION_S
+                p = clamp_prediction(p, req[na])
             elif pred_mode >= PRED_CALL:
                 p = fst[1]
             else:
@@ -746,6 +795,32 @@ class KernelState:
         self.ulast1 = np.zeros(n_users)
         self.ulast2 = np.zeros(n_users)
         self.ucount = np.zeros(n_users, dtype=np.int64)
+        # Checkpointing (see checkpointing()): (every, cost) seconds, off while every == 0;
+        # per job the work left, the seconds run and queued over its segments, when its
+        # current segment was queued, its first start, and its resubmissions.
+        self.ckpt = np.zeros(2)
+        self.work = self.run  # the kernel writes it (and run) only when checkpointing
+        self.ran = np.zeros(n)
+        self.waited = np.zeros(n)
+        self.queued = self.submit.copy()
+        self.first = np.full(n, -1.0)
+        self.restarts = np.zeros(n, dtype=np.int64)
+
+    def checkpointing(self, every: float, cost: float) -> None:
+        """Make every job checkpoint after each ``every`` s of work, at ``cost`` s each, and
+        a killed job resume from its last checkpoint (:func:`_requeue`); call before
+        :meth:`advance`. A job then runs its work plus its checkpoints
+        (:func:`grapeshot.jobs.rules.checkpointed_wall`)."""
+        self.ckpt[:] = (every, cost)
+        # Own copies: the kernel rewrites both at each requeue, and ``run`` may be the
+        # caller's array (ascontiguousarray does not copy).
+        self.work = self.run.copy()
+        self.run = np.empty_like(self.work)
+        _with_checkpoints(self.work, every, cost, self.run)
+
+    def first_start(self) -> np.ndarray:
+        """When each job first started, seconds (its last segment's start unless requeued)."""
+        return np.where(self.restarts > 0, self.first, self.start)
 
     @property
     def next_arrival(self) -> int:
@@ -799,9 +874,16 @@ class KernelState:
             self.pos, self.ht, self.hk, self.hj, self.start, self.end, self.wtr, self.wtr0,
             self.ncorr, self.noop, self.killed, self.fin, self.done_order, self.done_start,
             self.done_end, self.done_user, self.pver, self.ulast1, self.ulast2, self.ucount,
+            self.ckpt, self.work, self.ran, self.waited, self.queued, self.first, self.restarts,
             *(plugin if plugin is not None else (None, None, None)),
             int(stop_after),
         )  # fmt: skip
+
+
+@njit(cache=True)
+def _with_checkpoints(work, every, cost, out):
+    for j in range(len(work)):
+        out[j] = checkpointed_wall(work[j], every, cost)
 
 
 _NO_CHAIN = np.zeros(0, dtype=np.int64)

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grapeshot.jobs.checkpoint import SUFFIX, Checkpoint
 from grapeshot.jobs.clean import SEVEN_DAYS
 from grapeshot.jobs.correct import LEAD_S, get_correction
 from grapeshot.jobs.policies import Policy, get_policy
 from grapeshot.jobs.predict import Predictor, make_predictor
-from grapeshot.jobs.scheduler import BACKFILL, MIN_PREDICTION_S, KernelState
+from grapeshot.jobs.rules import MIN_PREDICTION_S, clamp_predictions
+from grapeshot.jobs.scheduler import BACKFILL, KernelState
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError, check_int
 
@@ -59,7 +61,8 @@ class Schedule:
     Attributes
     ----------
     start, end
-        Seconds. ``end - start`` is the time the job ran (shorter than ``run`` if killed).
+        Seconds: when the job first started and when it last ended. Without checkpointing
+        ``end - start`` is the time it ran (shorter than ``run`` if killed).
     prediction
         Walltime the scheduler used at submission (the prediction), seconds.
     walltime
@@ -71,7 +74,16 @@ class Schedule:
         60 s of a walltime it then ended within (a job predicted at ≤ 60 s is corrected
         the moment it starts, algorithm 2; docs/jobs.md).
     killed
-        True where the job reached a walltime that could no longer grow before finishing.
+        True where the job reached a walltime that could no longer grow before finishing
+        (and, with checkpointing, had no checkpoint to resume from).
+    wait, ran
+        Seconds the job spent queued and running, summed over its segments (one segment
+        without checkpointing: ``start - submit`` and ``end - start``; always
+        ``wait + ran == end - submit`` up to rounding).
+    restarts
+        Times the job was resubmitted from a checkpoint (0 without checkpointing).
+    checkpoint
+        How jobs checkpointed, None if they did not (:mod:`grapeshot.jobs.checkpoint`).
     """
 
     policy: str
@@ -87,11 +99,10 @@ class Schedule:
     corrections: np.ndarray
     killed: np.ndarray
     noop_corrections: np.ndarray
-
-    @property
-    def wait(self) -> np.ndarray:
-        """Seconds between submission and start."""
-        return self.start - self.submit
+    wait: np.ndarray
+    ran: np.ndarray
+    restarts: np.ndarray
+    checkpoint: Checkpoint | None = None
 
 
 def check_fits(trace: JobTrace, machine: Machine) -> None:
@@ -142,6 +153,7 @@ def simulate(
     seed: int = 0,
     max_walltime: float = SEVEN_DAYS,
     predictor: Predictor | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Schedule:
     """Simulate ``trace`` under one walltime policy.
 
@@ -161,6 +173,10 @@ def simulate(
         Hard limit of the corrective policies, seconds (7 days).
     predictor
         Override the policy's predictor (e.g. a differently tuned AdaBoost).
+    checkpoint
+        Make every job checkpoint, and a killed job resume from its last checkpoint
+        (:mod:`grapeshot.jobs.checkpoint`); the schedule's policy is then named
+        ``policy+ckpt``.
     """
     if isinstance(policy, str):
         policy = get_policy(policy)
@@ -169,7 +185,9 @@ def simulate(
     pred_obj = predictor or make_predictor(policy.predictor, seed=seed)
     correction = get_correction(policy.correction)
     state, _limit, _req = kernel_inputs(trace, policy.kill, machine, max_walltime)
-    pred = np.minimum(pred_obj.initial(trace), state.req)
+    if checkpoint is not None:
+        state.checkpointing(checkpoint.every, checkpoint.cost)
+    pred = clamp_predictions(pred_obj.initial(trace), state.req)
     mode = pred_obj.kernel_mode
     bf = BACKFILL[backfill]
     if not pred_obj.online:
@@ -180,14 +198,20 @@ def simulate(
             done = state.finished_jobs()
             done = done[np.argsort(state.end[done], kind="stable")]
             todo = np.arange(state.next_arrival, len(trace))
-            new = pred_obj.refit_and_predict(trace, done, state.end[done] - state.start[done], todo)
+            new = pred_obj.refit_and_predict(trace, done, state.ran[done], todo)
             if new is not None:
-                pred[todo] = np.minimum(new, state.req[todo])
-    return schedule_of(state, trace, policy.name, backfill, machine)
+                pred[todo] = clamp_predictions(new, state.req[todo])
+    name = policy.name + (SUFFIX if checkpoint is not None else "")
+    return schedule_of(state, trace, name, backfill, machine, checkpoint)
 
 
 def schedule_of(
-    state: KernelState, trace: JobTrace, name: str, backfill: str, machine: Machine
+    state: KernelState,
+    trace: JobTrace,
+    name: str,
+    backfill: str,
+    machine: Machine,
+    checkpoint: Checkpoint | None = None,
 ) -> Schedule:
     """The :class:`Schedule` a finished kernel ``state`` holds for ``trace``."""
     return Schedule(
@@ -197,11 +221,15 @@ def schedule_of(
         submit=np.asarray(trace.submit, dtype=np.float64),
         run=np.maximum(np.asarray(trace.run, dtype=np.float64), 0.0),
         procs=np.asarray(trace.procs, dtype=np.int64),
-        start=state.start,
+        start=state.first_start(),
         end=state.end,
         prediction=state.wtr0,
         walltime=state.wtr,
         corrections=state.ncorr,
         killed=state.killed.astype(bool),
         noop_corrections=state.noop,
+        wait=state.waited,
+        ran=state.ran,
+        restarts=state.restarts,
+        checkpoint=checkpoint,
     )

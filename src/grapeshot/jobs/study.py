@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from grapeshot.jobs.checkpoint import Checkpoint
 from grapeshot.jobs.clean import Cleaned, clean
 from grapeshot.jobs.coare import apply_default_walltime
 from grapeshot.jobs.load import compress_arrivals, offered_load
@@ -43,7 +44,8 @@ class Study:
         mode) over the same metric jobs, or None if the log records no waits: what the real
         scheduler did, to hold the simulated user-estimate run against.
     metrics
-        One entry per policy, in the order asked.
+        One entry per policy, in the order asked; with checkpointing each policy's entry is
+        followed by its run with checkpointing jobs (``policy+ckpt``).
     schedules
         Every job's schedule under each policy (same order), over ``cleaned.trace``.
     gap
@@ -78,6 +80,7 @@ def run_study(
     compress: float = 1.0,
     on_policy: Callable[[str], None] | None = None,
     source: str = "workload",
+    checkpoint: Checkpoint | None = None,
 ) -> Study:
     """Clean ``trace`` for ``machine``, optionally apply COARE mode, simulate every policy.
 
@@ -102,13 +105,19 @@ def run_study(
         Called with each policy name before it runs (progress).
     source
         What holds the jobs, for errors (``"--swf seth.swf"``).
+    checkpoint
+        Also simulate each policy with checkpointing jobs (:mod:`grapeshot.jobs.checkpoint`),
+        beside it as it is; built-in policies only.
 
     Raises
     ------
     InputError
         If ``trace`` holds no jobs, or cleaning drops every one: there is nothing to
-        simulate, and metrics of no jobs would print as zeros.
+        simulate, and metrics of no jobs would print as zeros; if ``checkpoint`` is given with
+        a plug-in policy.
     """
+    if checkpoint is not None:
+        check_checkpointable(policies)
     if len(trace) == 0:
         raise InputError(source, "holds no jobs", "a log with at least one job")
     cleaned = clean(trace, cpus=machine.cpus)
@@ -138,9 +147,15 @@ def run_study(
         if on_policy is not None:
             on_policy(policy.name)
         schedules.append(_simulate(work, policy, machine, backfill, seed))
+        if checkpoint is not None:
+            assert isinstance(policy, Policy)  # check_checkpointable
+            schedules.append(
+                simulate(work, policy, machine, backfill=backfill, seed=seed, checkpoint=checkpoint)
+            )
+    named = [p for p in policies for _ in range(1 if checkpoint is None else 2)]
     results = [policy_metrics(s, cleaned.in_metrics) for s in schedules]
     # The references are the built-in policies (a plug-in may call itself anything).
-    by_name = {m.policy: m for p, m in zip(policies, results, strict=True) if isinstance(p, Policy)}
+    by_name = {m.policy: m for p, m in zip(named, results, strict=True) if isinstance(p, Policy)}
     bsld = []
     for ref in ("user-estimate", "clairvoyant"):
         if ref not in by_name:
@@ -157,6 +172,18 @@ def run_study(
         cleaned, defaulted, tuple(results), float(compress), load, logged, tuple(schedules),
         (ue, cv),
     )  # fmt: skip
+
+
+def check_checkpointable(policies: Sequence[Policy | PluginPolicy]) -> None:
+    """Refuse checkpointing with a plug-in policy, in one line: a plug-in's history would see
+    a resumed job as one run, which is not modelled."""
+    for policy in policies:
+        if isinstance(policy, PluginPolicy):
+            raise InputError(
+                "--checkpoint-cost",
+                f"not modelled with the plug-in policy {policy.spec}",
+                "built-in policies only (docs/jobs.md)",
+            )
 
 
 def _simulate(
