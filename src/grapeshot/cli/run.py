@@ -283,6 +283,41 @@ def run_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON (rank 0) for scripts.")
     ] = False,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="Write checkpoints to this HDF5 index (each rank's partitions in a file "
+            "beside it), at --checkpoint-every/--checkpoint-seconds and when a SIGTERM or "
+            "Ctrl-C stops the run; the old checkpoint stays whole until the new one is "
+            "(docs/checkpoint.md).",
+        ),
+    ] = None,
+    checkpoint_every: Annotated[
+        int | None,
+        typer.Option(
+            "--checkpoint-every", help="With --checkpoint: write one every this many steps."
+        ),
+    ] = None,
+    checkpoint_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--checkpoint-seconds",
+            help="With --checkpoint: write one when this many seconds have passed since the "
+            "last (rank 0's clock; every rank writes at the same step).",
+        ),
+    ] = None,
+    restart: Annotated[
+        Path | None,
+        typer.Option(
+            "--restart",
+            help="Go on from this checkpoint on any number of ranks, placed anew (--strategy; "
+            "default the checkpointed run's). APP, --scene, --parts, --cells and --seed come "
+            "from it (given, they must agree); --steps is the whole run's (default the "
+            "checkpointed run's): the steps after the checkpoint's are run.",
+        ),
+    ] = None,
+    ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Run APP for real: place its micro-partitions on MPI ranks and execute every task.
 
@@ -299,6 +334,8 @@ def run_command(
 
     if not 0 < timeout < float("inf"):
         raise InputError("--timeout", f"got {timeout}", "seconds > 0")
+    _check_checkpoint_options(checkpoint, checkpoint_every, checkpoint_seconds, restart, record)
+    given = _given(ctx)
 
     # Ctrl-C, SIGTERM or a dead launcher ends every rank at once, start-up included.
     with lifeline() as guard, contextlib.ExitStack() as starting:
@@ -310,6 +347,7 @@ def run_command(
         with guard.uncaught():
             from mpi4py import MPI
 
+        from grapeshot.runtime.checkpoint import RunStopped
         from grapeshot.runtime.watch import abort_run
 
         comm = MPI.COMM_WORLD
@@ -320,13 +358,28 @@ def run_command(
             from grapeshot.runtime.driver import run_program
             from grapeshot.runtime.record import write_run_record, write_timeline
 
+            index = None
+            if restart is not None:
+                from grapeshot.model.checkpoint_file import read_index
+
+                index = agreed(comm, lambda: read_index(restart))
+                saved = index.identity
+                if "APP" not in given and "--app" not in given:
+                    app_name = saved["source"]
+                scene = scene if "--scene" in given else saved["scene_option"]
+                parts = parts if "--parts" in given else ",".join(map(str, saved["parts"]))
+                cells = cells if "--cells" in given else ",".join(map(str, saved["cells"]))
+                seed = seed if "--seed" in given else int(saved["seed"])
+                steps = steps if "--steps" in given else index.total_steps
+                if "--strategy" not in given and placement is None:
+                    strategy = index.strategy
             app_name = chosen_app(app_name, app_option)
             part_shape = parse_parts(parts)
             cell_shape = parse_cells(cells, len(part_shape))
             _check_before_work(
                 comm, app_name, scene, part_shape, cell_shape, steps,
                 given=f"--parts {parts}" + ("" if cells is None else f" --cells {cells}"),
-                outputs={"--record": record, "--timeline": timeline},
+                outputs={"--record": record, "--timeline": timeline, "--checkpoint": checkpoint},
                 serial=executor == "serial",
             )  # fmt: skip
             setup_started = time.perf_counter()
@@ -349,6 +402,25 @@ def run_command(
 
             # Every rank calls the factory: a failure on one ends all of them, in one line.
             program, dynamic, chosen = agreed(comm, build)
+            from grapeshot.apps import APPS
+            from grapeshot.runtime.checkpoint import (
+                CheckpointWriter,
+                app_source,
+                check_identity,
+                program_identity,
+            )
+
+            identity = program_identity(app_name, program, seed, builtin=app_name in APPS)
+            if index is not None:
+                check_identity(index, identity)
+            writer = None
+            if checkpoint is not None:
+                # How a restart makes the program again: the file's absolute path, --scene.
+                again = {"source": app_source(app_name), "scene_option": scene}
+                writer = CheckpointWriter(
+                    checkpoint, comm, identity={**identity, **again}, total_steps=steps,
+                    strategy=strategy or "birdshot",
+                )  # fmt: skip
             n_threads = int(threads)
             migrations: list[dict[str, Any]] = []
 
@@ -364,28 +436,39 @@ def run_command(
                 transient=True,
                 disable=rank != 0 or as_json or not console.is_terminal,
             ) as bar:
+                first = 0 if index is None else index.step
                 task = bar.add_task(f"{program.name} {program.scene}", total=steps)
+                bar.update(task, completed=first)
+                progress = (lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None
                 starting.close()
-                outcome = run_program(
-                    program,
-                    steps=steps,
-                    strategy=chosen,
-                    seed=seed,
-                    comm=comm,
-                    threads=n_threads,
-                    executor=executor,
-                    reduction=reduction,
-                    exchange=exchange,
-                    shm=shm,
-                    migrate_at=migrate_at,
-                    timeout=timeout,
-                    on_step=(lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None,
-                    # A record is what the simulator calibrates on: add the network's own figures.
-                    probe_network=record is not None,
-                    on_migrate=on_migrate,
-                    dynamic=dynamic,
-                    setup_started=setup_started,
-                )
+                # From here a signal stops every rank at a step boundary (with a checkpoint).
+                with guard.deferred():
+                    outcome = run_program(
+                        program,
+                        steps=steps,
+                        strategy=chosen,
+                        seed=seed,
+                        comm=comm,
+                        threads=n_threads,
+                        executor=executor,
+                        reduction=reduction,
+                        exchange=exchange,
+                        shm=shm,
+                        migrate_at=migrate_at,
+                        timeout=timeout,
+                        on_step=progress,
+                        # A record is what the simulator calibrates on: add the network's own
+                        # figures.
+                        probe_network=record is not None,
+                        on_migrate=on_migrate,
+                        dynamic=dynamic,
+                        setup_started=setup_started,
+                        restart=index,
+                        checkpoint=writer,
+                        checkpoint_every=checkpoint_every,
+                        checkpoint_seconds=checkpoint_seconds,
+                        pending_signal=lambda: guard.pending,
+                    )
             if outcome is None:
                 return
             if placement is not None:
@@ -398,6 +481,10 @@ def run_command(
                 write_run_record(record, program, outcome)
             if timeline is not None:
                 write_timeline(timeline, program, outcome)
+        except RunStopped as stop:
+            if rank == 0:
+                sys.stderr.write(stopped_line(stop, steps, comm.Get_size()) + "\n")
+            raise typer.Exit(128 + stop.signal) from None
         except GrapeshotError as exc:
             if rank == 0:
                 sys.stderr.write(f"grapeshot: error: {exc}\n")
@@ -434,6 +521,55 @@ def run_command(
         for path in (record, timeline):
             if path is not None:
                 console.print(f"written: {path}")
+
+
+def stopped_line(stop: Any, steps: int, ranks: int) -> str:
+    """The one line a run stopped by a signal prints: where, and what to restart from."""
+    from grapeshot.runtime.lifeline import SIGNALS
+
+    why = SIGNALS.get(stop.signal, f"signal {stop.signal}")
+    where = f"grapeshot: {why}; every rank stopped after step {stop.step} of {steps}"
+    if stop.checkpoint is None:
+        return where + " (no --checkpoint: nothing kept)"
+    return (
+        f"{where}; checkpoint {stop.checkpoint} (go on with: mpiexec -n {ranks} grapeshot run "
+        f"--restart {stop.checkpoint})"
+    )
+
+
+def _given(ctx: Any) -> set[str]:
+    """The options given on the command line (not defaults), by their long name; ``APP``."""
+    if ctx is None:
+        return set()
+    out = set()
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        # By name: typer bundles a click of its own, whose ParameterSource is not click's.
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            out.add(param.opts[0] if param.opts[0].startswith("-") else "APP")
+    return out
+
+
+def _check_checkpoint_options(
+    checkpoint: Path | None,
+    every: int | None,
+    seconds: float | None,
+    restart: Path | None,
+    record: Path | None,
+) -> None:
+    """Refuse checkpoint options that cannot work together, before any work."""
+    if checkpoint is None:
+        for option, value in (("--checkpoint-every", every), ("--checkpoint-seconds", seconds)):
+            if value is not None:
+                raise InputError(option, "given without --checkpoint", "--checkpoint FILE.h5")
+    if every is not None and (isinstance(every, bool) or every < 1):
+        raise InputError("--checkpoint-every", f"got {every}", "steps >= 1")
+    if seconds is not None and not 0 < seconds < float("inf"):
+        raise InputError("--checkpoint-seconds", f"got {seconds}", "seconds > 0")
+    if restart is not None and record is not None:
+        raise InputError(
+            "--record", "given with --restart", "a record of a whole run (no --restart)"
+        )
 
 
 def _warn_compiled(summary: dict) -> None:

@@ -8,6 +8,7 @@ partitions. After the run, rank 0 gathers the records and the final fields and r
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,13 @@ from grapeshot.model.program import Program
 from grapeshot.place.dynamic import call_steps
 from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.static import get_static_strategy
+from grapeshot.runtime.checkpoint import (
+    Boundary,
+    CheckpointIndex,
+    CheckpointWriter,
+    RunStopped,
+    load_blocks,
+)
 from grapeshot.runtime.executor import run_tasks
 from grapeshot.runtime.reference import run_reference
 from grapeshot.runtime.results import RankResult
@@ -123,6 +131,11 @@ def run_program(
     exchange: str = "ac",
     shm: bool = True,
     setup_started: float | None = None,
+    restart: CheckpointIndex | None = None,
+    checkpoint: CheckpointWriter | None = None,
+    checkpoint_every: int | None = None,
+    checkpoint_seconds: float | None = None,
+    pending_signal: Callable[[], int] | None = None,
 ) -> RunOutcome | None:
     """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
 
@@ -159,6 +172,19 @@ def run_program(
         blocks, plans, compilation: what the user waits for before step 0);
         ``gather_seconds`` from the last step to the outcome (fields gathered on rank 0,
         digest).
+    restart
+        With the task executor: go on from this checkpoint (its step and simulated time, its
+        blocks; the partitions placed anew on this run's ranks). ``steps`` is the whole
+        run's: the steps from the checkpoint's to ``steps`` are run.
+    checkpoint, checkpoint_every, checkpoint_seconds
+        With the task executor: write a checkpoint with ``checkpoint`` every this many
+        steps, and/or when this many seconds have passed on rank 0's clock
+        (:mod:`grapeshot.runtime.checkpoint`).
+    pending_signal
+        ``pending_signal()`` is the signal this rank received and has not acted on (0 for
+        none; :meth:`grapeshot.runtime.lifeline.Guard.deferred`). The ranks agree to stop at a
+        step boundary, write a checkpoint there with ``checkpoint``, and every rank raises
+        :class:`~grapeshot.runtime.checkpoint.RunStopped`.
     """
     if setup_started is None:
         setup_started = time.perf_counter()
@@ -181,6 +207,17 @@ def run_program(
             f"is dynamic; got --executor {executor}"
             + (" and --migrate-at" if migrate_at is not None else ""),
             "--executor task without --migrate-at",
+        )
+    first = 0 if restart is None else restart.step
+    pausable = checkpoint is not None or pending_signal is not None
+    if (restart is not None or checkpoint is not None) and executor != "task":
+        option = "--restart" if restart is not None else "--checkpoint"
+        raise InputError(option, f"given with --executor {executor}", "--executor task")
+    if not first < steps:
+        raise InputError(
+            "--steps",
+            f"got {steps}, and the checkpoint is at step {first}",
+            f"the run's total steps, more than {first}",
         )
     node_of = None
     error = None
@@ -206,6 +243,7 @@ def run_program(
     migrated_bytes = 0
     seg_starts = None
     mover = None
+    boundary = None
     if executor == "serial":
         results = [_serial_as_rank(program, steps, on_step)]
         final_node_of = node_of
@@ -219,8 +257,16 @@ def run_program(
         )
         kwargs["exchange"] = exchange
         kwargs["shm"] = shm
+        if restart is not None:
+            kwargs["start"] = (first, restart.time, load_blocks(restart, node_of, comm))
+        if pausable:
+            boundary = Boundary(
+                comm, end=steps, writer=checkpoint, every=checkpoint_every,
+                seconds=checkpoint_seconds, pending=pending_signal or (lambda: 0),
+            )  # fmt: skip
+            kwargs["boundary"] = boundary
         if dynamic is None and migrate_at is None:
-            results = run_tasks(program, node_of, steps, **kwargs)
+            results = run_tasks(program, node_of, steps - first, **kwargs)
             final_node_of = node_of
         else:
             # Rebalanced inside the run: the runner re-plans in place at each cut.
@@ -231,9 +277,15 @@ def run_program(
                 cuts = [migrate_at]
                 propose = _greedy_proposal(program, comm)
             mover = _InRun(node_of, comm, on_migrate, propose, report_unchanged=dynamic is None)
-            results = run_tasks(program, node_of, steps, cuts=cuts, rebalance=mover, **kwargs)
+            results = run_tasks(
+                program, node_of, steps - first, cuts=cuts, rebalance=mover, **kwargs
+            )
             final_node_of, migrated_bytes = mover.current, mover.migrated
-            seg_starts = [0, *cuts]
+        # Segments end at rebalances and checkpoints: each starts where the one before ended.
+        lengths = [len(next(iter(r.work.values()), [])) for r in results]
+        seg_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+        if boundary is not None and boundary.stopped is not None:
+            raise RunStopped(*boundary.stopped, checkpoint and checkpoint.path)
     from mpi4py.util import pkl5  # here: importing mpi4py.MPI starts MPI
 
     last = len(results) - 1
@@ -258,7 +310,7 @@ def run_program(
         gathered,
         node_of,
         final_node_of,
-        steps,
+        steps - first,
         strategy,
         seed,
         executor,
@@ -268,8 +320,21 @@ def run_program(
         seg_starts,
     )
     outcome.network = network
+    if restart is not None:
+        outcome.summary["first_step"] = first
+        outcome.summary["restart"] = str(restart.path)
+    if boundary is not None and checkpoint is not None:
+        outcome.summary["checkpoints"] = [{"step": s, "seconds": t} for s, t in boundary.written]
+        # Between segments, the checkpoints took their time (every rank at once): the rest
+        # is rebalancing.
+        spent = sum(t for _, t in boundary.written)
+        outcome.summary["rebalance_seconds"] = [
+            max(0.0, r - spent) for r in outcome.summary["rebalance_seconds"]
+        ]
     if mover is not None:
-        outcome.rebalances = _rebalances(mover.calls, call_seconds, gathered, program.n_parts)
+        outcome.rebalances = _rebalances(
+            mover.calls, call_seconds, gathered, program.n_parts, [first + s for s in seg_starts]
+        )
         if dynamic is not None:
             outcome.summary["dynamic"] = _dynamic_parameters(dynamic)
     first, last = gathered[0][0], gathered[0][-1]
@@ -303,16 +368,16 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
             record.cpu.append(float((run.seconds if run.cpu is None else run.cpu)[s, p]))
             record.wait.append(0.0)
     return RankResult(
-        0,
-        dict(enumerate(run.blocks)),
-        record,
-        {p: run.work[:, p].tolist() for p in range(program.n_parts)},
-        cursor,
-        1,
-        0,
-        0,
-        run.time,
-        run.halo_bytes,
+        rank=0,
+        blocks=dict(enumerate(run.blocks)),
+        tasks=record,
+        work={p: run.work[:, p].tolist() for p in range(program.n_parts)},
+        wall=cursor,
+        threads=1,
+        bytes_sent=0,
+        messages=0,
+        time=run.time,
+        halo_bytes=run.halo_bytes,
         # The serial wall is its kernels' seconds: everything else of the run counts as set-up.
         started=ended - cursor,
         compile_seconds=run.compile_seconds,
@@ -362,7 +427,9 @@ class _InRun:
         return None if unchanged else (self.current, blocks)
 
 
-def _rebalances(calls, call_seconds, gathered, n_parts: int) -> dict[str, np.ndarray]:
+def _rebalances(
+    calls, call_seconds, gathered, n_parts: int, seg_starts: list[int]
+) -> dict[str, np.ndarray]:
     """One row per rebalance call of a run: ``step`` (steps done before it),
     ``parts_moved``, ``bytes`` (partition state sent, all ranks), ``node_of`` (``(calls,
     P)``, the placement after it), and per rank (``(calls, ranks)``) ``call_seconds``, its
@@ -372,6 +439,9 @@ def _rebalances(calls, call_seconds, gathered, n_parts: int) -> dict[str, np.nda
     started = np.array([[seg["started"] for seg in g] for g in gathered])  # (ranks, segments)
     walls = np.array([[seg["wall"] for seg in g] for g in gathered])
     between = (started[:, 1:] - started[:, :-1] - walls[:, :-1]).T
+    # Segments end at checkpoints too: keep the boundaries where a call was made.
+    called = {c[0] for c in calls}
+    between = between[[i for i, s in enumerate(seg_starts[1:]) if s in called]]
     n = len(calls)
     return {
         "step": np.array([c[0] for c in calls], dtype=np.int64),

@@ -87,10 +87,14 @@ from grapeshot.runtime.wire import HEADER
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+    from grapeshot.runtime.checkpoint import Boundary
+
 __all__ = ["RankRunner", "run_tasks"]
 
 #: ``rebalance(step, result of the segment before) -> (placement, this rank's blocks) | None``.
 Rebalance = Callable[[int, RankResult], "tuple[np.ndarray, dict[int, Block]] | None"]
+#: A run resumed: ``(step, simulated time, this rank's blocks)``.
+Start = tuple[int, float, "dict[int, Block]"]
 
 
 def run_tasks(
@@ -107,6 +111,8 @@ def run_tasks(
     shm: bool = True,
     cuts: Sequence[int] = (),
     rebalance: Rebalance | None = None,
+    start: Start | None = None,
+    boundary: Boundary | None = None,
 ) -> list[RankResult]:
     """Run ``steps`` steps of ``program`` on the ranks of ``comm``; one result per segment.
 
@@ -141,9 +147,17 @@ def run_tasks(
         ``rebalance(step, result of the segment before)``, which returns the new placement
         and this rank's blocks under it (their state moved there), or ``None``; the runner
         re-plans in place and goes on (:meth:`RankRunner.run_segments`).
+    start
+        Resume a run (a restart): ``(step, simulated time, this rank's blocks under
+        node_of)``; ``steps`` are then the steps run from ``step``. Default: step 0, time 0,
+        ``program.init_block``.
+    boundary
+        Asked after every step (:class:`~grapeshot.runtime.checkpoint.Boundary`, collective)
+        whether to end a segment there, to write a checkpoint or to stop the run.
     """
     data = comm.Dup()
     coll = comm.Dup()
+    step0, time0, blocks = (0, 0.0, None) if start is None else start
     try:
         runner = RankRunner(
             program,
@@ -155,8 +169,10 @@ def run_tasks(
             exchange=exchange,
             timeout=timeout,
             shm=shm,
+            blocks=blocks,
+            start_step=step0,
         )
-        return runner.run_segments(0.0, steps, on_step, list(cuts), rebalance)
+        return runner.run_segments(time0, steps, on_step, list(cuts), rebalance, boundary)
     finally:
         data.Free()
         coll.Free()
@@ -177,6 +193,8 @@ class RankRunner:
     threads, reduction, exchange, timeout, shm
         As :func:`run_tasks`. The run starts at step 0 from ``program.init_block``; a
         rebalance re-plans from the blocks it moved (:meth:`place`).
+    blocks, start_step
+        A resumed run: this rank's blocks under ``node_of`` and the step they are at.
     """
 
     def __init__(
@@ -191,6 +209,8 @@ class RankRunner:
         exchange: str = "ac",
         timeout: float = 120.0,
         shm: bool = True,
+        blocks: dict[int, Block] | None = None,
+        start_step: int = 0,
     ) -> None:
         self.data, self.coll = data, coll
         self.options = (reduction, exchange, shm)
@@ -201,7 +221,7 @@ class RankRunner:
         self.dispatch = Dispatch(max(1, int(threads)), 0, self.tally, self.watch)
         #: What numba compiles while the steps run (what warm() did not).
         self.compiles = CompileClock()
-        self.place(program, node_of, None, 0)
+        self.place(program, node_of, blocks, start_step)
 
     def place(
         self,
@@ -255,51 +275,72 @@ class RankRunner:
         on_step: Callable[[int], None] | None,
         cuts: Sequence[int] = (),
         rebalance: Rebalance | None = None,
+        boundary: Boundary | None = None,
     ) -> list[RankResult]:
         """Run ``steps`` steps from ``start_step``, cut into segments at the steps ``cuts``.
 
         After each segment but the last, ``rebalance(step, result)`` (collective: every rank
         calls it) returns a new placement and this rank's blocks under it, or ``None`` to
-        keep the placement; the runner re-plans in place (:meth:`place`) and goes on. One
-        :class:`RankResult` per segment, its times from the segment's start.
+        keep the placement; the runner re-plans in place (:meth:`place`) and goes on. With
+        ``boundary``, every step's end is asked too (collective): a segment also ends where
+        it says to checkpoint (``boundary.save``, given the blocks) or to stop (the run
+        ends there). One :class:`RankResult` per segment, its times from the segment's start.
         """
         program = self.plan.program
         end = self.start_step + steps
-        bounds = [c for c in sorted(set(cuts)) if self.start_step < c < end] + [end]
+        cutset = {c for c in cuts if self.start_step < c < end}
         self.warm()
         self.data.Barrier()
         results: list[RankResult] = []
         stop = threading.Event()
         watchdog = threading.Thread(target=self.watch.watch, args=(stop,), daemon=True)
         ctx = Context(self.start_step, start_time)
+        step = self.start_step
         with install_listener("numba:compile", self.compiles), self.dispatch.workers():
             watchdog.start()
             try:
-                for cut in bounds:
+                while True:
                     self.clock.start()
-                    for step in range(self.start_step, cut):
+                    decision = None
+                    while True:
                         for k, phase in enumerate(program.phases):
                             self.run_phase(step, k, phase, ctx)
                         self.work.record()
                         if on_step is not None:
                             on_step(step)
-                        if step + 1 < cut:
-                            ctx = Context(step + 1, ctx.time + program.advance(ctx))
+                        step += 1
+                        if boundary is not None:
+                            self.watch.waiting_for = f"the ranks' agreement after step {step}"
+                            decision = boundary(step)
+                        if step == end or step in cutset or decision is not None:
+                            break
+                        ctx = Context(step, ctx.time + program.advance(ctx))
                     self.messenger.finish_sends()
                     results.append(self._segment(ctx))
-                    ctx = Context(cut, ctx.time + program.advance(ctx))
-                    if cut == end:
+                    values = ctx.values
+                    ctx = Context(step, ctx.time + program.advance(ctx))
+                    if decision is not None and decision.checkpoint:
+                        self.watch.waiting_for = f"the checkpoint at step {step}"
+                        self.watch.progress_at = time.perf_counter()
+                        boundary.save(step, ctx.time, values, self.plan.blocks, self.plan.node_of)
+                        self.watch.progress_at = time.perf_counter()
+                    if step == end or (decision is not None and decision.stop):
                         break
-                    self.watch.waiting_for = f"the rebalance at step {cut}"
-                    moved = None if rebalance is None else rebalance(cut, results[-1])
+                    if step not in cutset:
+                        self.start_step = step
+                        continue
+                    self.watch.waiting_for = f"the rebalance at step {step}"
+                    moved = None if rebalance is None else rebalance(step, results[-1])
                     self.watch.progress_at = time.perf_counter()
                     if moved is None:
-                        self.start_step = cut
+                        self.start_step = step
                     else:
                         self.mail.close()
-                        self.place(program, moved[0], moved[1], cut)
+                        self.place(program, moved[0], moved[1], step)
             finally:
                 stop.set()
+                if boundary is not None:
+                    boundary.close()
         self.mail.close()
         return results
 
@@ -320,28 +361,28 @@ class RankRunner:
         main = record.thread == 0
         main_tasks = float((record.end[main] - record.start[main]).sum())
         result = RankResult(
-            plan.rank,
-            plan.blocks,
-            record,
-            self.work.counts(),
-            wall,
-            self.dispatch.threads,
-            tally.bytes_sent,
-            tally.messages,
-            ctx.time + program.advance(ctx),
-            self.halos.take_halo_bytes(),
-            tally.message_log,
-            tally.reduce_seconds,
-            tally.reductions,
-            tally.halo_seconds,
-            tally.wait_seconds,
-            max(0.0, wall - main_tasks - tally.halo_seconds - tally.wait_seconds),
-            tally.copied_bytes,
-            self.clock.t0,
-            sum(seconds for seconds, _ in self.tasks.gil.values()),
-            sum(returns for _, returns in self.tasks.gil.values()),
-            compile_seconds,
-            compiled,
+            rank=plan.rank,
+            blocks=plan.blocks,
+            tasks=record,
+            work=self.work.counts(),
+            wall=wall,
+            threads=self.dispatch.threads,
+            bytes_sent=tally.bytes_sent,
+            messages=tally.messages,
+            time=ctx.time + program.advance(ctx),
+            halo_bytes=self.halos.take_halo_bytes(),
+            message_log=tally.message_log,
+            reduce_seconds=tally.reduce_seconds,
+            reductions=tally.reductions,
+            halo_seconds=tally.halo_seconds,
+            wait_seconds=tally.wait_seconds,
+            serial_seconds=max(0.0, wall - main_tasks - tally.halo_seconds - tally.wait_seconds),
+            copied_bytes=tally.copied_bytes,
+            started=self.clock.t0,
+            gil_seconds=sum(seconds for seconds, _ in self.tasks.gil.values()),
+            gil_returns=sum(returns for _, returns in self.tasks.gil.values()),
+            compile_seconds=compile_seconds,
+            compiled=compiled,
         )
         for clock in clocks:
             clock.clear()

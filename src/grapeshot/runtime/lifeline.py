@@ -17,6 +17,12 @@ the rank, not even its GIL.
 
 Rank 0 prints one line saying why; the other ranks end silently. The exit status is
 ``128 + signal`` for a signal (130 for Ctrl-C) and 1 for a lost launcher.
+
+While the steps run, ending at once would leave MPI's shared-memory segments behind and lose
+the run: :meth:`Guard.deferred` turns the first SIGINT/SIGTERM/SIGHUP into a note
+(:attr:`Guard.pending`) that the runtime reads at its next step boundary, where the ranks agree
+to stop together (:mod:`grapeshot.runtime.checkpoint`). A second signal still ends the
+process at once.
 """
 
 from __future__ import annotations
@@ -66,7 +72,26 @@ def _end(code: int, why: str, rank: int) -> None:
     os._exit(code)
 
 
-def _watch(sock: socket.socket, stop: threading.Event, rank: int) -> None:
+class _Deferral:
+    """Whether signals are deferred now, and the first one that came meanwhile."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.pending = 0
+
+    def take(self, signum: int, rank: int) -> None:
+        """One signal, seen once (by the watcher thread): noted while deferred, the first
+        time; otherwise the process ends."""
+        if self.on and not self.pending:
+            self.pending = signum
+            return
+        _end(128 + signum, SIGNALS[signum], rank)
+
+
+def _watch(
+    sock: socket.socket, stop: threading.Event, rank: int, deferral: _Deferral | None = None
+) -> None:
+    deferral = deferral or _Deferral()
     while not stop.is_set():
         select.select([sock], [], [])
         try:
@@ -77,7 +102,7 @@ def _watch(sock: socket.socket, stop: threading.Event, rank: int) -> None:
             return
         for signum in data:
             if signum in SIGNALS:
-                _end(128 + signum, SIGNALS[signum], rank)
+                deferral.take(signum, rank)
 
 
 def _parent_of(pid: int) -> int | None:
@@ -125,9 +150,28 @@ def _start_watchdog(rank: int, poll: float) -> subprocess.Popen[bytes] | None:
 class Guard:
     """What :func:`lifeline` yields: the handlers it installed, to step aside briefly."""
 
-    def __init__(self, handler: object, rank: int = 0) -> None:
+    def __init__(self, handler: object, rank: int = 0, deferral: _Deferral | None = None) -> None:
         self._handler = handler
         self._rank = rank
+        self._deferral = deferral
+
+    @property
+    def pending(self) -> int:
+        """The signal that came while :meth:`deferred` (its number), or 0."""
+        return 0 if self._deferral is None else self._deferral.pending
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Within this block the first signal only sets :attr:`pending`; a second ends the
+        process as outside it. Off the main thread (no handlers) signals keep their default."""
+        if self._deferral is None:
+            yield
+            return
+        self._deferral.on = True
+        try:
+            yield
+        finally:
+            self._deferral.on = False
 
     @contextlib.contextmanager
     def deadline(self, seconds: float, what: str) -> Iterator[None]:
@@ -196,18 +240,23 @@ def lifeline(*, rank: int | None = None, poll: float = 0.25) -> Iterator[Guard]:
     writer.setblocking(False)
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
 
+    deferral = _Deferral()
+
     def on_signal(signum: int, frame: object) -> None:
-        _end(128 + signum, SIGNALS[signum], who)
+        # The watcher thread sees every signal too (through the wakeup socket): while
+        # deferred, it alone counts them, so one signal is not taken for two.
+        if not deferral.on:
+            _end(128 + signum, SIGNALS[signum], who)
 
     previous = {s: signal.signal(s, on_signal) for s in SIGNALS}
     stop = threading.Event()
     watcher = threading.Thread(
-        target=_watch, args=(reader, stop, who), name="grapeshot-lifeline", daemon=True
+        target=_watch, args=(reader, stop, who, deferral), name="grapeshot-lifeline", daemon=True
     )
     watcher.start()
     dog = _start_watchdog(who, poll)
     try:
-        yield Guard(on_signal, who)
+        yield Guard(on_signal, who, deferral)
     finally:
         if dog is not None:
             dog.kill()

@@ -158,16 +158,16 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
             work.append(int(program.work(block, box)))
         wall = time.perf_counter() - t0
         return RankResult(
-            rank,
-            {rank: block},
-            record,
-            {rank: work},
-            wall,
-            1,
-            sent[0],
-            sent[1],
-            ctx.time + program.advance(ctx),
-            halo_bytes,
+            rank=rank,
+            blocks={rank: block},
+            tasks=record,
+            work={rank: work},
+            wall=wall,
+            threads=1,
+            bytes_sent=sent[0],
+            messages=sent[1],
+            time=ctx.time + program.advance(ctx),
+            halo_bytes=halo_bytes,
             started=t0,
         )
     finally:

@@ -16,9 +16,10 @@ from grapeshot.runtime.rank_plan import RankPlan
 from grapeshot.runtime.timeline import TaskRecord
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RankResult:
-    """What one rank leaves after :func:`~grapeshot.runtime.executor.run_tasks`."""
+    """What one rank leaves after :func:`~grapeshot.runtime.executor.run_tasks` (keywords
+    only: twenty-two fields, several of one type, are not told apart by position)."""
 
     rank: int
     blocks: dict[int, Block]
