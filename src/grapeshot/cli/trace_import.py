@@ -17,7 +17,6 @@ from grapeshot.cli.output import console, emit_json
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.trace_csv import GRID_CELL_BYTES, GRID_GHOST, import_trace
 
-
 # The options, one alias each: the command's signature is one line per option.
 CostsOpt = Annotated[
     Path,
