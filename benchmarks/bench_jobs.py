@@ -27,7 +27,7 @@ from grapeshot.jobs.correct import LEAD_S, get_correction
 from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.plugin import load_plugin, simulate_plugin
 from grapeshot.jobs.reference import reference_schedule
-from grapeshot.jobs.scheduler import BACKFILL, PRED_GIVEN, KernelState
+from grapeshot.jobs.scheduler import BACKFILL, PRED_GIVEN, KernelState, make_jobs
 from grapeshot.jobs.simulate import Machine, simulate
 from timing import figure
 
@@ -58,8 +58,8 @@ def main() -> None:
         fast = kernel()
         best = min(best, time.process_time() - t0)
     t0 = time.process_time()
-    ref = reference_schedule(trace.submit, trace.run, trace.procs, req, req, req, user, CPUS,
-                             incr, LEAD_S, PRED_GIVEN, "easy")  # fmt: skip
+    jobs = make_jobs(trace.submit, trace.run, trace.procs, req, req, user)
+    ref = reference_schedule(jobs, CPUS, req, incr, LEAD_S, PRED_GIVEN, "easy")
     slow = time.process_time() - t0
     same = np.array_equal(fast.start, ref["start"]) and np.array_equal(fast.end, ref["end"])
     n = len(trace)

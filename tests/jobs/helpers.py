@@ -8,7 +8,7 @@ import numpy as np
 
 from grapeshot.jobs.correct import LEAD_S, get_correction
 from grapeshot.jobs.reference import reference_schedule
-from grapeshot.jobs.scheduler import BACKFILL, KernelState
+from grapeshot.jobs.scheduler import BACKFILL, KernelState, make_jobs
 
 #: Where the real logs are (``../shared/data/swf`` beside the clone; tests skip without it).
 SWF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "swf"
@@ -39,7 +39,7 @@ def both(jobs: dict[str, np.ndarray], capacity: int, correction: str, mode: int,
     if checkpoint is not None:
         state.checkpointing(*checkpoint)
     state.advance(np.minimum(jobs["pred"], req), incr, LEAD_S, mode, BACKFILL[backfill])
-    ref = reference_schedule(jobs["submit"], jobs["run"], jobs["size"], limit,
-                             np.minimum(jobs["pred"], req), req, jobs["user"], capacity, incr,
-                             LEAD_S, mode, backfill, checkpoint)  # fmt: skip
+    arrays = make_jobs(jobs["submit"], jobs["run"], jobs["size"], limit, req, jobs["user"])
+    ref = reference_schedule(arrays, capacity, np.minimum(jobs["pred"], req), incr, LEAD_S,
+                             mode, backfill, checkpoint)  # fmt: skip
     return state, ref

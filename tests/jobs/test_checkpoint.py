@@ -13,7 +13,7 @@ from grapeshot.jobs.correct import LEAD_S, get_correction
 from grapeshot.jobs.jobs_out import CSV_COLUMNS
 from grapeshot.jobs.reference import reference_schedule
 from grapeshot.jobs.rules import checkpoint_saved, checkpointed_wall
-from grapeshot.jobs.scheduler import BACKFILL, PRED_AVE2, PRED_GIVEN, KernelState
+from grapeshot.jobs.scheduler import BACKFILL, PRED_AVE2, PRED_GIVEN, KernelState, make_jobs
 from tests.cli.helpers import run_cli
 from tests.jobs.helpers import SWF_DIR, both, random_jobs
 
@@ -30,8 +30,8 @@ def _run(submit, run, size, req, capacity, checkpoint, backfill="easy"):
     if checkpoint is not None:
         st.checkpointing(*checkpoint)
     st.advance(req, none, LEAD_S, PRED_GIVEN, BACKFILL[backfill])
-    ref = reference_schedule(submit, run, size, req, req, req, user, capacity, none, LEAD_S,
-                             PRED_GIVEN, backfill, checkpoint)  # fmt: skip
+    ref = reference_schedule(make_jobs(submit, run, size, req, req, user), capacity, req, none,
+                             LEAD_S, PRED_GIVEN, backfill, checkpoint)  # fmt: skip
     for f in FIELDS:
         kernel = st.first_start() if f == "start" else getattr(st, f)
         assert np.array_equal(kernel, ref[f]), f

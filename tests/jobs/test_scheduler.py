@@ -134,3 +134,37 @@ def test_agrees_with_reference_on_random_traces(backfill: str, correction: str) 
                 "size"
             ]
             assert busy.max() <= 8
+
+
+def test_no_function_of_the_jobs_package_takes_more_than_12_parameters() -> None:
+    # Issue 39 item 2: the kernel's state travels in named records (scheduler.Jobs, Policy,
+    # Sched, Done), so a new state array is one field, not a parameter of five functions.
+    import ast
+    from pathlib import Path
+
+    import grapeshot.jobs
+
+    too_many = []
+    for path in sorted(Path(grapeshot.jobs.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                count = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+                count += (a.vararg is not None) + (a.kwarg is not None)
+                if count > 12:
+                    too_many.append(f"{path.name}:{getattr(node, 'name', 'lambda')} ({count})")
+    assert too_many == []
+
+
+def test_assigning_a_state_array_replaces_it_in_the_record_the_kernel_reads() -> None:
+    st = run([0, 1], [10, 10], [1, 1], [10, 10], 1)
+    assert st.start is st.sched.start and st.run is st.jobs.run
+    ten, user = np.full(2, 10.0), np.zeros(2, dtype=np.int64)
+    st2 = KernelState(np.array([0.0, 1.0]), ten, np.array([1, 1]), np.full(2, 1e9), ten, user, 1)
+    st2.submit = st2.submit + 5.0  # both arrive 5 s later
+    st2.advance(np.full(2, 10.0), np.zeros(0), LEAD_S, PRED_GIVEN, BACKFILL["easy"])
+    assert st2.jobs.submit.tolist() == [5.0, 6.0]
+    assert st2.start.tolist() == [5.0, 15.0]
+    assert st.start.tolist() == [0.0, 10.0]
+    with pytest.raises(AttributeError):
+        st.no_such_array  # noqa: B018

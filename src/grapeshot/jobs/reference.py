@@ -23,7 +23,7 @@ from grapeshot.jobs.rules import (
     correction_fires,
     correction_time,
 )
-from grapeshot.jobs.scheduler import BACKFILL, CORRECT, END, PRED_AVE2
+from grapeshot.jobs.scheduler import BACKFILL, CORRECT, END, PRED_AVE2, Jobs
 
 # The rules as plain Python functions (the same source the kernel compiles).
 _clamp = clamp_prediction.py_func
@@ -35,14 +35,9 @@ _wall = checkpointed_wall.py_func
 
 
 def reference_schedule(
-    submit: np.ndarray,
-    run: np.ndarray,
-    size: np.ndarray,
-    limit: np.ndarray,
-    pred: np.ndarray,
-    req: np.ndarray,
-    user: np.ndarray,
+    jobs: Jobs,
     capacity: int,
+    pred: np.ndarray,
     increments: np.ndarray,
     lead: float,
     pred_mode: int,
@@ -52,16 +47,18 @@ def reference_schedule(
     """Simulate; returns per job ``start`` (the first), ``end`` (the last), ``wtr0``, ``wtr``,
     ``ncorr``, ``killed``, ``ran``, ``waited`` and ``restarts``.
 
-    Parameters are those of :class:`grapeshot.jobs.scheduler.KernelState` and its ``advance``;
-    ``checkpoint = (every, cost)`` those of its ``checkpointing``.
+    Parameters are those of :class:`grapeshot.jobs.scheduler.KernelState` (``jobs``: its
+    arrays, :func:`~grapeshot.jobs.scheduler.make_jobs`, read as lists; ``run`` is the jobs'
+    work, without checkpoints) and its ``advance``; ``checkpoint = (every, cost)`` those of its
+    ``checkpointing``.
     """
-    n = len(submit)
-    sub = [float(x) for x in submit]
-    rn_ = [float(x) for x in run]
-    sz = [int(x) for x in size]
-    lim = [float(x) for x in limit]
-    rq = [float(x) for x in req]
-    us = [int(x) for x in user]
+    n = len(jobs.submit)
+    sub = [float(x) for x in jobs.submit]
+    rn_ = [float(x) for x in jobs.run]
+    sz = [int(x) for x in jobs.size]
+    lim = [float(x) for x in jobs.limit]
+    rq = [float(x) for x in jobs.req]
+    us = [int(x) for x in jobs.user]
     inc = [float(x) for x in increments]
     bf = BACKFILL[backfill]
     start = [-1.0] * n
