@@ -84,7 +84,7 @@ def test_the_mpi4py_block_code_computes_grapeshot_s_fields(name: str, split: str
     proc = run_mpi(
         2,
         ["benchmarks/mpi4py_block.py", name, *SIZE, "--split", split, "--json"],
-        timeout=300,
+        work=10,
     )
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     app = APPS.get(name, f"{PROGRAMS / 'heat.py'}:make_heat")

@@ -35,6 +35,7 @@ TRACES = {
 }
 
 
+@pytest.mark.process  # charm4py's charmrun starts 4 processes
 @pytest.mark.parametrize("name", sorted(TRACES))
 def test_greedy_matches_greedylb_and_refine_moves_no_more(name: str) -> None:
     make, step = TRACES[name]

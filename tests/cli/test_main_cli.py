@@ -142,7 +142,7 @@ def test_a_command_without_mpi_runs_once_under_mpiexec() -> None:
 
     args = ["-m", "grapeshot.cli.main", "lif", "--nodes", "4", "--parts-per-node", "8",
             "--busy", "0.5", "--json"]  # fmt: skip
-    proc = run_mpi(2, args, timeout=120)
+    proc = run_mpi(2, args)
     assert len(proc.stdout.strip().splitlines()) == 1  # one rank printed, not two
     assert json.loads(proc.stdout)["nodes"] == 4
     assert proc.stderr.count("warning: 'lif' does not use MPI") == 1

@@ -226,7 +226,7 @@ def test_run_refuses_on_every_rank_before_the_program_is_built(extra, starts) ->
 
     args = ["-m", "grapeshot.cli.main", "run", "swe", "--parts", "4,4", "--steps", "400",
             "--timeout", "60", *extra]  # fmt: skip
-    proc = run_mpi(2, args, timeout=120, check=False)
+    proc = run_mpi(2, args, check=False)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = [x for x in proc.stderr.splitlines() if x.strip()]

@@ -78,7 +78,7 @@ def test_a_program_too_big_is_refused_with_its_estimate(tmp_path, command) -> No
 )
 def test_under_mpiexec_every_rank_stops_and_rank_0_says_it_once(rod, args, words) -> None:
     app = rod if words == "1-D program" else f"{HEAT}:make_heat"
-    proc = run_mpi(2, [*RUN, "--app", app, *args, "--steps", "2"], timeout=120, check=False)
+    proc = run_mpi(2, [*RUN, "--app", app, *args, "--steps", "2"], check=False)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("grapeshot: error: "), proc.stderr

@@ -35,7 +35,7 @@ def test_binomial_tree_spans_every_rank_once(size) -> None:
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_every_algorithm_gives_the_serial_bits(ranks) -> None:
-    proc = run_mpi(ranks, ["-m", "tests.exchange.mpi_collectives"])
+    proc = run_mpi(ranks, ["-m", "tests.exchange.mpi_collectives"], work=10)
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     values = np.random.default_rng(7).uniform(-1, 1, 37) * 10.0 ** np.arange(-18, 19)
     expected = [Reduction("x", op).combine(values.tolist()) for op in ("sum", "min", "max")]

@@ -13,7 +13,7 @@ from tests.mpi_harness import run_mpi
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", [2, 3, 4])
 def test_every_algorithm_delivers_every_byte_once_on_mpi(ranks) -> None:
-    proc = run_mpi(ranks, ["-m", "tests.exchange.mpi_exchange_run"])
+    proc = run_mpi(ranks, ["-m", "tests.exchange.mpi_exchange_run"], work=10)
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(data) == 3 * len(ALGORITHMS) * 2
     for key, row in data.items():

@@ -12,7 +12,7 @@ from tests.mpi_harness import run_mpi
 
 @pytest.mark.mpi
 def test_every_schedule_migrates_sph_particles_to_the_same_bits() -> None:
-    proc = run_mpi(3, ["-m", "tests.exchange.mpi_runtime_exchange"])
+    proc = run_mpi(3, ["-m", "tests.exchange.mpi_runtime_exchange"], work=10)
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(data) == set(ALGORITHMS)
     digests = {d for d, _ in data.values()}

@@ -113,12 +113,72 @@ def test_regression_never_peeks_at_the_future() -> None:
     assert not np.array_equal(first.prediction, trace.req_time)  # it did learn something
 
 
+def _peeking_shows_case() -> tuple:
+    """A trace on which a learner trained on running jobs predicts differently, by design.
+
+    User 2's first eight jobs (an hour and a half each, requests of a day) start at once and
+    are still running at the cut; user 1's short jobs complete every 10 s around them, so the
+    learner refits every 10 completions while they run; user 2's next jobs arrive one after
+    each refit, before the cut. Users 1 and 2 differ in every feature, so a regression tree
+    that sees a user-2 job gives user 2's jobs a leaf of their own, valued at their run time:
+    trained on the running ones, a learner predicts their run time, which the perturbation
+    (run × 3 + 100, still under the request) moves. Only a tree whose bootstrap drew none of
+    the eight would miss it, and each of the nine refits draws anew (28 samples and more): all
+    nine missing has odds below 1e-30, whatever generator scikit-learn uses. An honest
+    learner sees none of user 2's jobs before the cut and predicts them from user 1's alone,
+    alike in both runs. After the cut user 2's first jobs complete (in the first run only,
+    before the later arrivals), so the later predictions differ either way: the check is not
+    vacuous.
+    """
+    early_short = 10.0 * np.arange(100)  # user 1: completes every 10 s from 100 s on
+    long_first = 50.0 + np.arange(8)  # user 2: running through the cut (at 3000 s)
+    long_next = 205.0 + 100.0 * np.arange(9)  # user 2: one after each refit, before the cut
+    late_short = 7000.0 + 10.0 * np.arange(60)  # after user 2's first jobs end (5450 s)
+    late_long = 7305.0 + 100.0 * np.arange(3)
+    submit = np.concatenate([early_short, long_first, long_next, late_short, late_long])
+    user2 = np.concatenate([np.zeros(100), np.ones(17), np.zeros(60), np.ones(3)]).astype(bool)
+    trace = make_trace(
+        submit=submit,
+        run=np.where(user2, 5400.0, 100.0),
+        procs=np.where(user2, 2, 1),
+        req_time=np.where(user2, 86400.0, 1000.0),
+        user=np.where(user2, 2, 1),
+        req_mem=np.where(user2, 4096, 1024),
+    )
+    pred = Predictor("adaboost", retrain_every=10, min_samples=10, n_estimators=5)
+    return trace, Machine(64), pred, [3000.0]
+
+
 def test_no_peeking_check_catches_a_learner_trained_on_running_jobs(monkeypatch) -> None:
     # The mutant: the refit's "completed" jobs include those still running, with the run
-    # time the kernel already knows (their end is set when they start). Perturbing only
-    # jobs submitted after a cut cannot see it; perturbing the jobs unfinished at the cut does.
-    monkeypatch.setattr(KernelState, "finished_jobs", lambda self: np.flatnonzero(self.start >= 0))
-    assert _peeks(*_no_peeking_case())
+    # time the kernel already knows (a job's end is set when it starts). Perturbing only jobs
+    # submitted after a cut cannot see it; perturbing the jobs unfinished at the cut does.
+    #
+    # Why this test once depended on the machine: its mutant only widened finished_jobs to
+    # the started jobs, whose `ran` stays 0 until they end, so the perturbation reached the
+    # learner only through the order of its samples (sorted by the known end), and a
+    # prediction only through which samples AdaBoost's bootstrap happened to draw. On the
+    # generated trace of _no_peeking_case that changed a prediction before the cut with
+    # scikit-learn 1.8 and no prediction with 1.9. Here the mutant trains on the run times,
+    # and _peeking_shows_case makes them decide the predictions made before the cut.
+    case = _peeking_shows_case()
+    assert _peeks(*case) == []  # the honest learner, on the same case
+    kernel: list[KernelState] = []
+
+    def started_jobs(self: KernelState) -> np.ndarray:
+        kernel[:] = [self]
+        return np.flatnonzero(self.start >= 0)
+
+    class Peeking(Predictor):
+        def refit_and_predict(self, trace, done, runtime, todo):
+            known = kernel[0].end[done] - kernel[0].start[done]  # set when each job started
+            return super().refit_and_predict(trace, done, known, todo)
+
+    monkeypatch.setattr(KernelState, "finished_jobs", started_jobs)
+    trace, machine, honest, cuts = case
+    peeking = Peeking(**{f: getattr(honest, f) for f in honest.__dataclass_fields__})
+    found = _peeks(trace, machine, peeking, cuts)
+    assert found and found[0].startswith("cut at 3000 s: job ")
 
 
 def test_policy_registry() -> None:

@@ -160,7 +160,7 @@ def test_dynamic_strategy_without_comm_only_smooths() -> None:
 @pytest.mark.parametrize(("nodes", "per_core"), [(8, 4), (1, 2)])  # (1, 2): a rank with no node
 def test_node_level_over_two_ranks_equals_serial(nodes: int, per_core: int) -> None:
     serial = digest(nodes, per_core, mpi=False)
-    proc = run_mpi(2, ["-m", "tests.place.mpi_treematch_lb", str(nodes), str(per_core)])
+    proc = run_mpi(2, ["-m", "tests.place.mpi_treematch_lb", str(nodes), str(per_core)], work=15)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["ranks"] == 2 and got["all_same"]
     assert got["stats"] == serial["stats"]  # refinement moves counted over both ranks

@@ -24,7 +24,14 @@ def test_unknown_entry(capsys: pytest.CaptureFixture[str]) -> None:
     assert res.code == 2 and "expected one of" in res.err
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+#: Entries that time a kernel on real MPI ranks (``mpiexec -n 4``) inside the command.
+STARTS_MPI = {"beatnik-fig9"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.mpi) if n in STARTS_MPI else n for n in sorted(REGISTRY)],
+)
 def test_entry_quick(name: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     if name == "coare-table5":

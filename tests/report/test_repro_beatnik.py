@@ -50,6 +50,7 @@ def test_fig6_7_birdshot_below_beatnik_at_its_granularity(fig67):
     assert fig67.data["spread_series"]["birdshot"][-1] == best["spread"]["birdshot"]["seeds"][0]
 
 
+@pytest.mark.mpi  # times the FFT on 4 ranks under mpiexec
 def test_fig9_eight_configurations():
     res = beatnik_fig9(True)
     assert sorted(res.data["predicted_order"]) == list(range(8))

@@ -206,7 +206,7 @@ def main() -> None:
 @pytest.mark.mpi
 def test_task_runtime_graph_exchange_equals_serial() -> None:
     serial = {name: run_serial(cls(parts=(4, 3)), STEPS).digest() for name, cls in PROGRAMS.items()}
-    proc = run_mpi(3, ["-m", "tests.runtime.test_graph_exchange"], timeout=300)
+    proc = run_mpi(3, ["-m", "tests.runtime.test_graph_exchange"], work=10)
     rows = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     assert [(r["program"], r["strategy"], r["threads"]) for r in rows] == CASES
     for row in rows:

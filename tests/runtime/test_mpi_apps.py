@@ -25,7 +25,7 @@ def serial_digests() -> dict[str, tuple[str, list[int]]]:
 
 @pytest.mark.parametrize("ranks", [1, 2, 4])
 def test_apps_on_ranks_equal_serial(ranks, serial_digests) -> None:
-    proc = run_mpi(ranks, ["-m", "tests.runtime.mpi_apps"], timeout=400)
+    proc = run_mpi(ranks, ["-m", "tests.runtime.mpi_apps"], work=15)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(rows) == sum(len(configurations(app)) for app, *_ in CASES) * 4
     for row in rows:

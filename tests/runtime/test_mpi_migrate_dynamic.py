@@ -99,7 +99,7 @@ def serial() -> dict[str, dict]:
 
 @pytest.mark.mpi
 def test_dynamic_strategies_migrate_with_bitwise_equal_fields(serial) -> None:
-    proc = run_mpi(2, ["-m", "tests.runtime.test_mpi_migrate_dynamic"], timeout=400)
+    proc = run_mpi(2, ["-m", "tests.runtime.test_mpi_migrate_dynamic"], work=10)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     assert {(x["app"], x["strategy"]) for x in lines} == {
         (a, s) for a, *_ in CASES for s in STRATEGIES

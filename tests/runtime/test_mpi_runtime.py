@@ -78,7 +78,7 @@ def test_reference_executor_matches_serial() -> None:
 def _failed_run(program: str, strategy: str = "cyclic") -> str:
     """Run a toy that fails on 2 ranks; it must end (no hang) with a non-zero status."""
     args = ["-m", "tests.runtime.mpi_toys", program, "task", strategy, "1", "mpi", "none"]
-    proc = run_mpi(2, args, check=False, timeout=120)
+    proc = run_mpi(2, args, check=False)
     assert proc.returncode != 0
     return proc.stderr
 

@@ -102,7 +102,7 @@ def test_every_executor_on_two_ranks_gives_np_roll_bits() -> None:
         ((4, 4), "birdshot", "task", 2, True),
     ]
     script = SCRIPT.format(spec=f"{GRAY_SCOTT}:make_gray_scott", cases=cases)
-    proc = run_mpi(2, ["-c", script], timeout=300)
+    proc = run_mpi(2, ["-c", script], work=10)
     digests = json.loads(proc.stdout.strip().splitlines()[-1])
     assert digests == [fields_digest(_example().reference((40, 36), 5))] * len(cases)
 

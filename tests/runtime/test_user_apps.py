@@ -25,7 +25,7 @@ def _serial_digest(parts, cells, steps, factory="make_heat") -> str:
 
 
 def _run(n: int, *args: str) -> dict:
-    proc = run_mpi(n, [*RUN, *args, "--json"], timeout=300)
+    proc = run_mpi(n, [*RUN, *args, "--json"], work=10)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -14,7 +14,7 @@ from tests.mpi_harness import run_mpi
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", [2, 3, 4])
 def test_distributed_runs_equal_the_serial_run(ranks):
-    proc = run_mpi(ranks, ["-m", "tests.apps.zmodel.mpi_zmodel"], timeout=600)
+    proc = run_mpi(ranks, ["-m", "tests.apps.zmodel.mpi_zmodel"], work=30)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(result) == 21
     for name, (dz, dw, moves) in result.items():
@@ -53,7 +53,7 @@ def test_cli_on_4_ranks_writes_views_equal_to_beatnik(views_dir, tmp_path):
         str(tmp_path),
         "--json",
     ]
-    proc = run_mpi(4, args, timeout=300)
+    proc = run_mpi(4, args, work=15)
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["ranks"] == 4 and summary["dims"] == [2, 2]
     ref = read_view(views_dir / "low_order" / "z_64_f_r0.1.view")[2:66, 2:66]
@@ -67,9 +67,7 @@ def test_cli_on_4_ranks_writes_views_equal_to_beatnik(views_dir, tmp_path):
 
 @pytest.mark.mpi
 def test_cli_refuses_bad_options_with_exit_2():
-    proc = run_mpi(
-        1, ["-m", "grapeshot.cli.main", "zmodel", "--mesh", "3"], check=False, timeout=120
-    )
+    proc = run_mpi(1, ["-m", "grapeshot.cli.main", "zmodel", "--mesh", "3"], check=False)
     assert proc.returncode == 2
     assert "--mesh" in proc.stderr and "Traceback" not in proc.stderr
     assert sys.executable
@@ -79,7 +77,7 @@ def test_cli_refuses_bad_options_with_exit_2():
         (["--exchange", "pigeon"], "--exchange"),
     ):
         args = ["-m", "grapeshot.cli.main", "zmodel", *cutoff, *extra]
-        proc = run_mpi(1, args, check=False, timeout=120)
+        proc = run_mpi(1, args, check=False)
         assert proc.returncode == 2, proc.stderr
         assert option in proc.stderr and "Traceback" not in proc.stderr
 
@@ -97,7 +95,7 @@ def test_cli_trace_and_vtk_on_2_ranks(tmp_path):
             "--spatial-strategy", "reactive", "--spatial-interval", "1", "--exchange", "rsn",
             "--trace", str(trace), "--vtk", str(vtk),
             "--vtk-every", "2", "--json"]  # fmt: skip
-    proc = run_mpi(2, args, timeout=300)
+    proc = run_mpi(2, args, work=15)
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["spatial_parts"] == [4, 4] and summary["ranks"] == 2
     assert summary["exchange"] == "rsn" and summary["spatial_moves"] >= 0
@@ -123,11 +121,11 @@ def test_cli_says_once_when_the_run_blows_up():
     none of numpy's overflow warnings, and standard JSON (``null``, not ``NaN``); a stable
     run warns of nothing."""
     base = ["-m", "grapeshot.cli.main", "zmodel", "--mesh", "32", "--json"]
-    proc = run_mpi(2, base, timeout=300)
+    proc = run_mpi(2, base, work=15)
     assert "grapeshot zmodel: warning: the interface is not finite" in proc.stderr
     assert "--order medium or high" in proc.stderr
     assert "RuntimeWarning" not in proc.stderr and "Traceback" not in proc.stderr
     assert json.loads(proc.stdout, parse_constant=_refuse)["max_height"] is None
-    proc = run_mpi(1, [*base, "--steps", "10"], timeout=300)
+    proc = run_mpi(1, [*base, "--steps", "10"], work=15)
     assert "warning" not in proc.stderr
     assert np.isfinite(json.loads(proc.stdout)["max_height"])

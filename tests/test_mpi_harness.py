@@ -1,0 +1,55 @@
+"""The MPI harness's deadline: a hung run fails with what its ranks printed, and leaves no
+process of the run behind."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.mpi_harness import deadline, mpiexec, run_ranks, slowdown
+
+#: Each rank says who it is, then hangs (as a rank waiting for ever in an MPI call would).
+HANG = (
+    "import os, sys, time\n"
+    "print(f'rank {os.environ[\"PMI_RANK\"]} pid {os.getpid()}', flush=True)\n"
+    "print('rank', os.environ['PMI_RANK'], 'still waiting', file=sys.stderr, flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = f"/proc/{pid}/stat"
+    return not (os.path.exists(stat) and Path(stat).read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+@pytest.mark.mpi
+def test_a_hung_run_fails_with_its_ranks_output_and_leaves_no_rank() -> None:
+    cmd = [mpiexec(), "-n", "2", sys.executable, "-c", HANG]
+    limit = 5.0 * slowdown(2)  # time for both ranks to start and print, on a loaded machine too
+    with pytest.raises(pytest.fail.Exception) as failed:
+        run_ranks(cmd, limit)
+    message = str(failed.value)
+    assert f"did not finish within its deadline of {limit:.0f} s" in message, message
+    assert "rank 0 still waiting" in message and "rank 1 still waiting" in message
+    pids = [
+        int(x.split()[-1]) for x in message.splitlines() if x.startswith("rank ") and "pid" in x
+    ]
+    assert len(pids) == 2
+    assert not [p for p in pids if _alive(p)], "a rank outlived its run"
+
+
+@pytest.mark.parametrize("load", [0.0, 6.0])
+def test_the_deadline_grows_with_ranks_steps_work_and_load(load: float) -> None:
+    base = deadline(2, ["run", "swe", "--steps", "2"], load=load)
+    assert deadline(2, ["run", "swe", "--steps=2"], load=load) == base
+    assert deadline(2, ["run", "swe", "--steps", "200"], load=load) > base
+    assert deadline(2, ["run", "swe", "--steps", "2"], work=60, load=load) > base
+    assert deadline(8, ["run", "swe", "--steps", "2"], load=load) > base  # 8 ranks, 2 cores
+    assert deadline(2, ["run", "swe", "--steps", "2"], load=load + 8) > base
