@@ -73,84 +73,97 @@ def _report_bad(read: SwfRead, source: str) -> None:
         )
 
 
+# The options, one alias each: the command's signature is one line per option.
+SwfOpt = Annotated[Path | None, typer.Option("--swf", help="SWF workload log.")]
+SacctOpt = Annotated[Path | None, typer.Option("--sacct", help="Slurm `sacct --parsable2` export.")]
+CpusOpt = Annotated[
+    int | None, typer.Option("--cpus", help="Processors (default: the log's MaxProcs).")
+]
+NodesOpt = Annotated[
+    int | None,
+    typer.Option("--nodes", help="Nodes: jobs then take whole nodes (cpus/nodes each)."),
+]
+PoliciesOpt = Annotated[
+    str,
+    typer.Option(
+        "--policies",
+        "--policy",
+        help="Comma-separated policies, `all`, `paper`, or your own as FILE.py:Class.",
+    ),
+]
+BackfillOpt = Annotated[str, typer.Option("--backfill", help="fcfs, easy, sjbf or conservative.")]
+DefaultWalltimeOpt = Annotated[
+    float | None,
+    typer.Option("--default-walltime", help="COARE mode: site default walltime, hours."),
+]
+DefaultShareOpt = Annotated[
+    float, typer.Option("--default-share", help="COARE mode: share of jobs given it.")
+]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Refuse the file at its first bad line.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed (COARE draw, learners).")]
+CompressOpt = Annotated[
+    float,
+    typer.Option(
+        "--compress",
+        help="Divide inter-arrival times by this factor to raise the load (a different "
+        "workload: reported in the output; 1 = as logged).",
+    ),
+]
+JobsOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--jobs-out",
+        help="Write every job's schedule: FILE.csv (each job and policy: submit, start, "
+        "end, predicted and final walltime, corrections, killed, time queued and run, "
+        "restarts) or FILE.swf (one policy).",
+    ),
+]
+PartitionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--partition",
+        help="Simulate only these partitions' jobs: names or numbers, comma-separated "
+        "(sacct's Partition column; SWF field 16, named by the log's `; Partition:` "
+        "header). Without it the jobs of every partition share one pool of --cpus CPUs, "
+        "and the output says which were merged. An unknown name is refused.",
+    ),
+]
+CheckpointCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--checkpoint-cost",
+        help="Seconds each checkpoint takes: also simulate every policy with jobs that "
+        "checkpoint and resume after a walltime kill (rows POLICY+ckpt; needs "
+        "--checkpoint-seconds).",
+    ),
+]
+CheckpointSecondsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--checkpoint-seconds",
+        help="Seconds of work between a job's checkpoints (with --checkpoint-cost).",
+    ),
+]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
 def simulate_command(
-    swf: Annotated[Path | None, typer.Option("--swf", help="SWF workload log.")] = None,
-    sacct: Annotated[
-        Path | None, typer.Option("--sacct", help="Slurm `sacct --parsable2` export.")
-    ] = None,
-    cpus: Annotated[
-        int | None, typer.Option("--cpus", help="Processors (default: the log's MaxProcs).")
-    ] = None,
-    nodes: Annotated[
-        int | None,
-        typer.Option("--nodes", help="Nodes: jobs then take whole nodes (cpus/nodes each)."),
-    ] = None,
-    policies: Annotated[
-        str,
-        typer.Option(
-            "--policies",
-            "--policy",
-            help="Comma-separated policies, `all`, `paper`, or your own as FILE.py:Class.",
-        ),
-    ] = "paper",
-    backfill: Annotated[
-        str, typer.Option("--backfill", help="fcfs, easy, sjbf or conservative.")
-    ] = "easy",
-    default_walltime: Annotated[
-        float | None,
-        typer.Option("--default-walltime", help="COARE mode: site default walltime, hours."),
-    ] = None,
-    default_share: Annotated[
-        float, typer.Option("--default-share", help="COARE mode: share of jobs given it.")
-    ] = 0.8,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Refuse the file at its first bad line.")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Seed (COARE draw, learners).")] = 0,
-    compress: Annotated[
-        float,
-        typer.Option(
-            "--compress",
-            help="Divide inter-arrival times by this factor to raise the load (a different "
-            "workload: reported in the output; 1 = as logged).",
-        ),
-    ] = 1.0,
-    jobs_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--jobs-out",
-            help="Write every job's schedule: FILE.csv (each job and policy: submit, start, "
-            "end, predicted and final walltime, corrections, killed, time queued and run, "
-            "restarts) or FILE.swf (one policy).",
-        ),
-    ] = None,
-    partition: Annotated[
-        str | None,
-        typer.Option(
-            "--partition",
-            help="Simulate only these partitions' jobs: names or numbers, comma-separated "
-            "(sacct's Partition column; SWF field 16, named by the log's `; Partition:` "
-            "header). Without it the jobs of every partition share one pool of --cpus CPUs, "
-            "and the output says which were merged. An unknown name is refused.",
-        ),
-    ] = None,
-    checkpoint_cost: Annotated[
-        float | None,
-        typer.Option(
-            "--checkpoint-cost",
-            help="Seconds each checkpoint takes: also simulate every policy with jobs that "
-            "checkpoint and resume after a walltime kill (rows POLICY+ckpt; needs "
-            "--checkpoint-seconds).",
-        ),
-    ] = None,
-    checkpoint_seconds: Annotated[
-        float | None,
-        typer.Option(
-            "--checkpoint-seconds",
-            help="Seconds of work between a job's checkpoints (with --checkpoint-cost).",
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    swf: SwfOpt = None,
+    sacct: SacctOpt = None,
+    cpus: CpusOpt = None,
+    nodes: NodesOpt = None,
+    policies: PoliciesOpt = "paper",
+    backfill: BackfillOpt = "easy",
+    default_walltime: DefaultWalltimeOpt = None,
+    default_share: DefaultShareOpt = 0.8,
+    strict: StrictOpt = False,
+    seed: SeedOpt = 0,
+    compress: CompressOpt = 1.0,
+    jobs_out: JobsOutOpt = None,
+    partition: PartitionOpt = None,
+    checkpoint_cost: CheckpointCostOpt = None,
+    checkpoint_seconds: CheckpointSecondsOpt = None,
+    as_json: AsJsonOpt = False,
 ) -> None:
     """Compare walltime policies on a workload; see ``SIMULATE_HELP``."""
     if (swf is None) == (sacct is None):
@@ -199,31 +212,43 @@ def simulate_command(
         trace = study.cleaned.trace
         written = write_jobs_out(jobs_out, trace, study.schedules, study.cleaned.in_metrics)
     if as_json:
-        emit_json(
-            {
-                "source": path.name,
-                "cpus": cpus,
-                "nodes": nodes,
-                "backfill": backfill,
-                "lines": read.lines,
-                "bad_lines": len(read.bad),
-                "bad_examples": [str(e) for e in read.bad[:10]],
-                "cleaning": [
-                    {"step": s.name, "jobs": s.affected, "remaining": s.remaining}
-                    for s in study.cleaned.steps
-                ],
-                "partitions": [c.as_dict() for c in partition_counts(study.cleaned.trace)],
-                "defaulted": study.defaulted,
-                "compress": study.compress,
-                "offered_load": study.offered_load,
-                "logged": None if study.logged is None else study.logged.as_dict(),
-                "policies": [m.as_dict() for m in study.metrics],
-                "gap": {"user_estimate_bsld": study.gap[0], "clairvoyant_bsld": study.gap[1]},
-                "checkpoint": None if checkpoint is None else checkpoint.as_dict(),
-                "jobs_out": None if written is None else str(written),
-            }
-        )
+        emit_json(_study_json(path, read, study, cpus, nodes, backfill, checkpoint, written))
         return
+    _print_study(
+        path, read, study, cpus, nodes, backfill, checkpoint, written, default_walltime, compress
+    )
+
+
+def _study_json(path, read, study, cpus, nodes, backfill, checkpoint, written) -> dict:
+    """What ``jobs simulate --json`` prints."""
+    return {
+        "source": path.name,
+        "cpus": cpus,
+        "nodes": nodes,
+        "backfill": backfill,
+        "lines": read.lines,
+        "bad_lines": len(read.bad),
+        "bad_examples": [str(e) for e in read.bad[:10]],
+        "cleaning": [
+            {"step": s.name, "jobs": s.affected, "remaining": s.remaining}
+            for s in study.cleaned.steps
+        ],
+        "partitions": [c.as_dict() for c in partition_counts(study.cleaned.trace)],
+        "defaulted": study.defaulted,
+        "compress": study.compress,
+        "offered_load": study.offered_load,
+        "logged": None if study.logged is None else study.logged.as_dict(),
+        "policies": [m.as_dict() for m in study.metrics],
+        "gap": {"user_estimate_bsld": study.gap[0], "clairvoyant_bsld": study.gap[1]},
+        "checkpoint": None if checkpoint is None else checkpoint.as_dict(),
+        "jobs_out": None if written is None else str(written),
+    }
+
+
+def _print_study(
+    path, read, study, cpus, nodes, backfill, checkpoint, written, default_walltime, compress
+) -> None:
+    """The cleaning line, the gap, a row per policy (and the logged schedule), the notes."""
     steps = ", ".join(f"{s.name} {s.affected}" for s in study.cleaned.steps if s.affected)
     console.print(
         f"{path.name}: {read.lines} lines, {len(study.cleaned.trace)} jobs after cleaning "
