@@ -175,151 +175,8 @@ def _check_before_work(
     rank_zero_decides(comm, check)
 
 
-def run_command(
-    app_name: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="APP",
-            help="A built-in app (sph, swe, wavefront, commbench), an installed app (listed "
-            "below), or your own program as FILE.py:FACTORY or package.module:FACTORY "
-            "(docs/program-api.md).",
-            show_default=False,
-        ),
-    ] = None,
-    app_option: AppOption = None,
-    scene: Annotated[
-        str | None,
-        typer.Option(
-            "--scene",
-            help="Scene of a built-in app (default dambreak, or the app's first scene); "
-            "passed to a factory that takes scene=.",
-        ),
-    ] = None,
-    parts: Annotated[
-        str, typer.Option("--parts", help="Partitions per axis, e.g. 16,16 or 8,8,8.")
-    ] = "16,16",
-    steps: Annotated[int, typer.Option("--steps", help="Steps to run.")] = 20,
-    strategy: Annotated[
-        str | None,
-        typer.Option(
-            "--strategy",
-            help="Placement: geometric, cyclic, sfc, birdshot (the default), or a dynamic "
-            "strategy that migrates partitions during the run: reactive, greedy, refine, "
-            "greedy-refine, greedy-comm, refine-comm, birdshot-dynamic, birdshot-best-of-k "
-            f"(docs/dynamic.md). {STRATEGY_OPTIONS_HELP}",
-        ),
-    ] = None,
-    interval: IntervalOption = None,
-    threshold: ThresholdOption = None,
-    balancer: BalancerOption = None,
-    window: WindowOption = None,
-    placement: Annotated[
-        Path | None,
-        typer.Option(
-            "--placement",
-            help="Run this placement (a file of grapeshot place --out: .json, .part, .csv or "
-            ".npy) instead of a --strategy: its partitions must be the program's and its "
-            "nodes the ranks.",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the placement and scene.")] = 0,
-    threads: Annotated[
-        int,
-        typer.Option(
-            "--threads",
-            help="Threads running tasks per rank. 1 (the default) is fastest: start one rank "
-            "per core instead (docs/runtime.md, threads).",
-        ),
-    ] = 1,
-    executor: Annotated[
-        str,
-        typer.Option(
-            "--executor",
-            help="task: the task runtime; reference: bulk-synchronous, one partition per "
-            "rank; serial: one process, the reference for results.",
-        ),
-    ] = "task",
-    reduction: Annotated[
-        str,
-        typer.Option("--reduction", help="Global reductions: mpi, linear or binomial."),
-    ] = "mpi",
-    exchange: Annotated[
-        str,
-        typer.Option(
-            "--exchange",
-            help="How migrating particles travel between ranks: ac (post everything; the "
-            "default), lp, rsn, rsnh, drsn, nbx, alltoallv or neighbor (docs/exchange.md).",
-        ),
-    ] = "ac",
-    shm: Annotated[
-        bool,
-        typer.Option(
-            "--shm/--no-shm",
-            help="Ranks of one node write their halo messages straight into each other's "
-            "memory (an MPI-3 shared-memory window; the default); --no-shm sends every "
-            "message through MPI, as between nodes (docs/runtime.md).",
-        ),
-    ] = True,
-    migrate_at: Annotated[
-        int | None,
-        typer.Option(
-            "--migrate-at",
-            help="Rebalance greedily after this many steps; prints what moved (step, "
-            "partitions, bytes, seconds).",
-        ),
-    ] = None,
-    cells: Annotated[
-        str | None, typer.Option("--cells", help="Cells per axis (default: the scene's).")
-    ] = None,
-    record: Annotated[
-        Path | None, typer.Option("--record", help="Write the HDF5 run record (a trace too).")
-    ] = None,
-    timeline: Annotated[
-        Path | None, typer.Option("--timeline", help="Write a Chrome-trace JSON timeline.")
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Abort after this many seconds without progress.")
-    ] = 120.0,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON (rank 0) for scripts.")
-    ] = False,
-    checkpoint: Annotated[
-        Path | None,
-        typer.Option(
-            "--checkpoint",
-            help="Write checkpoints to this HDF5 index (each rank's partitions in a file "
-            "beside it), at --checkpoint-every/--checkpoint-seconds and when a SIGTERM or "
-            "Ctrl-C stops the run; the old checkpoint stays whole until the new one is "
-            "(docs/checkpoint.md).",
-        ),
-    ] = None,
-    checkpoint_every: Annotated[
-        int | None,
-        typer.Option(
-            "--checkpoint-every", help="With --checkpoint: write one every this many steps."
-        ),
-    ] = None,
-    checkpoint_seconds: Annotated[
-        float | None,
-        typer.Option(
-            "--checkpoint-seconds",
-            help="With --checkpoint: write one when this many seconds have passed since the "
-            "last (rank 0's clock; every rank writes at the same step).",
-        ),
-    ] = None,
-    restart: Annotated[
-        Path | None,
-        typer.Option(
-            "--restart",
-            help="Go on from this checkpoint on any number of ranks, placed anew (--strategy; "
-            "default the checkpointed run's). APP, --scene, --parts, --cells and --seed come "
-            "from it (given, they must agree); --steps is the whole run's (default the "
-            "checkpointed run's): the steps after the checkpoint's are run.",
-        ),
-    ] = None,
-    ctx: typer.Context = None,  # type: ignore[assignment]
-) -> None:
-    """Run APP for real: place its micro-partitions on MPI ranks and execute every task.
+#: ``grapeshot run --help``.
+HELP = """Run APP for real: place its micro-partitions on MPI ranks and execute every task.
 
     Start it with `mpiexec -n N grapeshot run APP ...`, one rank per core: each rank runs its
     partitions' tasks first in, first out, in the order their halos arrive, while the
@@ -330,6 +187,171 @@ def run_command(
     them, bytes sent, and `fields_digest`, a hash of the final fields that is equal across
     executors, rank counts and placements when the results are bitwise equal.
     """
+
+
+# The options, one alias each: the command's signature is one line per option.
+AppNameOpt = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="APP",
+        help="A built-in app (sph, swe, wavefront, commbench), an installed app (listed "
+        "below), or your own program as FILE.py:FACTORY or package.module:FACTORY "
+        "(docs/program-api.md).",
+        show_default=False,
+    ),
+]
+SceneOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scene",
+        help="Scene of a built-in app (default dambreak, or the app's first scene); "
+        "passed to a factory that takes scene=.",
+    ),
+]
+PartsOpt = Annotated[str, typer.Option("--parts", help="Partitions per axis, e.g. 16,16 or 8,8,8.")]
+StepsOpt = Annotated[int, typer.Option("--steps", help="Steps to run.")]
+StrategyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--strategy",
+        help="Placement: geometric, cyclic, sfc, birdshot (the default), or a dynamic "
+        "strategy that migrates partitions during the run: reactive, greedy, refine, "
+        "greedy-refine, greedy-comm, refine-comm, birdshot-dynamic, birdshot-best-of-k "
+        f"(docs/dynamic.md). {STRATEGY_OPTIONS_HELP}",
+    ),
+]
+PlacementOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--placement",
+        help="Run this placement (a file of grapeshot place --out: .json, .part, .csv or "
+        ".npy) instead of a --strategy: its partitions must be the program's and its "
+        "nodes the ranks.",
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the placement and scene.")]
+ThreadsOpt = Annotated[
+    int,
+    typer.Option(
+        "--threads",
+        help="Threads running tasks per rank. 1 (the default) is fastest: start one rank "
+        "per core instead (docs/runtime.md, threads).",
+    ),
+]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="task: the task runtime; reference: bulk-synchronous, one partition per "
+        "rank; serial: one process, the reference for results.",
+    ),
+]
+ReductionOpt = Annotated[
+    str,
+    typer.Option("--reduction", help="Global reductions: mpi, linear or binomial."),
+]
+ExchangeOpt = Annotated[
+    str,
+    typer.Option(
+        "--exchange",
+        help="How migrating particles travel between ranks: ac (post everything; the "
+        "default), lp, rsn, rsnh, drsn, nbx, alltoallv or neighbor (docs/exchange.md).",
+    ),
+]
+ShmOpt = Annotated[
+    bool,
+    typer.Option(
+        "--shm/--no-shm",
+        help="Ranks of one node write their halo messages straight into each other's "
+        "memory (an MPI-3 shared-memory window; the default); --no-shm sends every "
+        "message through MPI, as between nodes (docs/runtime.md).",
+    ),
+]
+MigrateAtOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--migrate-at",
+        help="Rebalance greedily after this many steps; prints what moved (step, "
+        "partitions, bytes, seconds).",
+    ),
+]
+CellsOpt = Annotated[
+    str | None, typer.Option("--cells", help="Cells per axis (default: the scene's).")
+]
+RecordOpt = Annotated[
+    Path | None, typer.Option("--record", help="Write the HDF5 run record (a trace too).")
+]
+TimelineOpt = Annotated[
+    Path | None, typer.Option("--timeline", help="Write a Chrome-trace JSON timeline.")
+]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", help="Abort after this many seconds without progress.")
+]
+AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (rank 0) for scripts.")]
+CheckpointOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--checkpoint",
+        help="Write checkpoints to this HDF5 index (each rank's partitions in a file "
+        "beside it), at --checkpoint-every/--checkpoint-seconds and when a SIGTERM or "
+        "Ctrl-C stops the run; the old checkpoint stays whole until the new one is "
+        "(docs/checkpoint.md).",
+    ),
+]
+CheckpointEveryOpt = Annotated[
+    int | None,
+    typer.Option("--checkpoint-every", help="With --checkpoint: write one every this many steps."),
+]
+CheckpointSecondsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--checkpoint-seconds",
+        help="With --checkpoint: write one when this many seconds have passed since the "
+        "last (rank 0's clock; every rank writes at the same step).",
+    ),
+]
+RestartOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--restart",
+        help="Go on from this checkpoint on any number of ranks, placed anew (--strategy; "
+        "default the checkpointed run's). APP, --scene, --parts, --cells and --seed come "
+        "from it (given, they must agree); --steps is the whole run's (default the "
+        "checkpointed run's): the steps after the checkpoint's are run.",
+    ),
+]
+
+
+def run_command(
+    app_name: AppNameOpt = None,
+    app_option: AppOption = None,
+    scene: SceneOpt = None,
+    parts: PartsOpt = "16,16",
+    steps: StepsOpt = 20,
+    strategy: StrategyOpt = None,
+    interval: IntervalOption = None,
+    threshold: ThresholdOption = None,
+    balancer: BalancerOption = None,
+    window: WindowOption = None,
+    placement: PlacementOpt = None,
+    seed: SeedOpt = 0,
+    threads: ThreadsOpt = 1,
+    executor: ExecutorOpt = "task",
+    reduction: ReductionOpt = "mpi",
+    exchange: ExchangeOpt = "ac",
+    shm: ShmOpt = True,
+    migrate_at: MigrateAtOpt = None,
+    cells: CellsOpt = None,
+    record: RecordOpt = None,
+    timeline: TimelineOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    as_json: AsJsonOpt = False,
+    checkpoint: CheckpointOpt = None,
+    checkpoint_every: CheckpointEveryOpt = None,
+    checkpoint_seconds: CheckpointSecondsOpt = None,
+    restart: RestartOpt = None,
+    ctx: typer.Context = None,
+) -> None:
     from grapeshot.runtime.lifeline import lifeline
 
     if not 0 < timeout < float("inf"):
@@ -363,16 +385,9 @@ def run_command(
                 from grapeshot.model.checkpoint_file import read_index
 
                 index = agreed(comm, lambda: read_index(restart))
-                saved = index.identity
-                if "APP" not in given and "--app" not in given:
-                    app_name = saved["source"]
-                scene = scene if "--scene" in given else saved["scene_option"]
-                parts = parts if "--parts" in given else ",".join(map(str, saved["parts"]))
-                cells = cells if "--cells" in given else ",".join(map(str, saved["cells"]))
-                seed = seed if "--seed" in given else int(saved["seed"])
-                steps = steps if "--steps" in given else index.total_steps
-                if "--strategy" not in given and placement is None:
-                    strategy = index.strategy
+                app_name, scene, parts, cells, seed, steps, strategy = _from_checkpoint(
+                    index, given, app_name, scene, parts, cells, seed, steps, strategy, placement
+                )
             app_name = chosen_app(app_name, app_option)
             part_shape = parse_parts(parts)
             cell_shape = parse_cells(cells, len(part_shape))
@@ -402,25 +417,9 @@ def run_command(
 
             # Every rank calls the factory: a failure on one ends all of them, in one line.
             program, dynamic, chosen = agreed(comm, build)
-            from grapeshot.apps import APPS
-            from grapeshot.runtime.checkpoint import (
-                CheckpointWriter,
-                app_source,
-                check_identity,
-                program_identity,
+            writer = _checkpoint_writer(
+                app_name, scene, program, seed, index, checkpoint, comm, steps, strategy
             )
-
-            identity = program_identity(app_name, program, seed, builtin=app_name in APPS)
-            if index is not None:
-                check_identity(index, identity)
-            writer = None
-            if checkpoint is not None:
-                # How a restart makes the program again: the file's absolute path, --scene.
-                again = {"source": app_source(app_name), "scene_option": scene}
-                writer = CheckpointWriter(
-                    checkpoint, comm, identity={**identity, **again}, total_steps=steps,
-                    strategy=strategy or "birdshot",
-                )  # fmt: skip
             n_threads = int(threads)
             migrations: list[dict[str, Any]] = []
 
@@ -444,31 +443,17 @@ def run_command(
                 # From here a signal stops every rank at a step boundary (with a checkpoint).
                 with guard.deferred():
                     outcome = run_program(
-                        program,
-                        steps=steps,
-                        strategy=chosen,
-                        seed=seed,
-                        comm=comm,
-                        threads=n_threads,
-                        executor=executor,
-                        reduction=reduction,
-                        exchange=exchange,
-                        shm=shm,
-                        migrate_at=migrate_at,
-                        timeout=timeout,
-                        on_step=progress,
-                        # A record is what the simulator calibrates on: add the network's own
-                        # figures.
-                        probe_network=record is not None,
-                        on_migrate=on_migrate,
-                        dynamic=dynamic,
-                        setup_started=setup_started,
-                        restart=index,
-                        checkpoint=writer,
-                        checkpoint_every=checkpoint_every,
+                        program, steps=steps, strategy=chosen, seed=seed, comm=comm,
+                        threads=n_threads, executor=executor, reduction=reduction,
+                        exchange=exchange, shm=shm, migrate_at=migrate_at, timeout=timeout,
+                        on_step=progress, on_migrate=on_migrate, dynamic=dynamic,
+                        # A record is what the simulator calibrates on: add the network's
+                        # own figures.
+                        probe_network=record is not None, setup_started=setup_started,
+                        restart=index, checkpoint=writer, checkpoint_every=checkpoint_every,
                         checkpoint_seconds=checkpoint_seconds,
                         pending_signal=lambda: guard.pending,
-                    )
+                    )  # fmt: skip
             if outcome is None:
                 return
             if placement is not None:
@@ -501,26 +486,71 @@ def run_command(
         if as_json:
             emit_json(summary)
             return
-        # The title is a line of its own: as a table title it would wrap to the narrow table.
-        console.print(
-            run_title(program.name, program.scene, summary), highlight=False, markup=False
-        )
-        table = Table()
-        # With threads, the part of idle they spent waiting for the GIL after batched calls.
-        gil = summary["gil_seconds"] if summary["threads"] > 1 else None
-        for col in ("rank", "busy (s)", "idle (s)", *(("GIL wait (s)",) if gil else ())):
-            table.add_column(col, justify="right")
-        for r, (b, i) in enumerate(zip(summary["busy"], summary["idle"], strict=True)):
-            table.add_row(str(r), f"{b:.3f}", f"{i:.3f}", *((f"{gil[r]:.3f}",) if gil else ()))
-        console.print(table)
-        console.print(
-            f"wall {summary['wall_time']:.3f} s (set-up {summary['setup_seconds']:.3f} s before, "
-            f"gathering {summary['gather_seconds']:.3f} s after) · {summary['messages']} "
-            f"messages, {summary['bytes_sent']:,} bytes · digest {summary['fields_digest'][:16]}"
-        )
-        for path in (record, timeline):
-            if path is not None:
-                console.print(f"written: {path}")
+        _print_run(program, summary, record, timeline)
+
+
+def _checkpoint_writer(app_name, scene, program, seed, index, checkpoint, comm, steps, strategy):
+    """The program's identity checked against ``--restart``'s checkpoint ``index``; the
+    writer of ``--checkpoint`` (``None`` without it)."""
+    from grapeshot.apps import APPS
+    from grapeshot.runtime.checkpoint import (
+        CheckpointWriter,
+        app_source,
+        check_identity,
+        program_identity,
+    )
+
+    identity = program_identity(app_name, program, seed, builtin=app_name in APPS)
+    if index is not None:
+        check_identity(index, identity)
+    writer = None
+    if checkpoint is not None:
+        # How a restart makes the program again: the file's absolute path, --scene.
+        again = {"source": app_source(app_name), "scene_option": scene}
+        writer = CheckpointWriter(
+            checkpoint, comm, identity={**identity, **again}, total_steps=steps,
+            strategy=strategy or "birdshot",
+        )  # fmt: skip
+    return writer
+
+
+def _from_checkpoint(index, given, app_name, scene, parts, cells, seed, steps, strategy, placement):
+    """``--restart``: what the command line did not give, from the checkpoint ``index``:
+    ``(app, scene, parts, cells, seed, steps, strategy)``."""
+    saved = index.identity
+    if "APP" not in given and "--app" not in given:
+        app_name = saved["source"]
+    scene = scene if "--scene" in given else saved["scene_option"]
+    parts = parts if "--parts" in given else ",".join(map(str, saved["parts"]))
+    cells = cells if "--cells" in given else ",".join(map(str, saved["cells"]))
+    seed = seed if "--seed" in given else int(saved["seed"])
+    steps = steps if "--steps" in given else index.total_steps
+    if "--strategy" not in given and placement is None:
+        strategy = index.strategy
+    return app_name, scene, parts, cells, seed, steps, strategy
+
+
+def _print_run(program, summary: dict, record, timeline) -> None:
+    """Rank 0's table: busy and idle per rank, the wall with its set-up and gathering, bytes,
+    the digest, the files written."""
+    # The title is a line of its own: as a table title it would wrap to the narrow table.
+    console.print(run_title(program.name, program.scene, summary), highlight=False, markup=False)
+    table = Table()
+    # With threads, the part of idle they spent waiting for the GIL after batched calls.
+    gil = summary["gil_seconds"] if summary["threads"] > 1 else None
+    for col in ("rank", "busy (s)", "idle (s)", *(("GIL wait (s)",) if gil else ())):
+        table.add_column(col, justify="right")
+    for r, (b, i) in enumerate(zip(summary["busy"], summary["idle"], strict=True)):
+        table.add_row(str(r), f"{b:.3f}", f"{i:.3f}", *((f"{gil[r]:.3f}",) if gil else ()))
+    console.print(table)
+    console.print(
+        f"wall {summary['wall_time']:.3f} s (set-up {summary['setup_seconds']:.3f} s before, "
+        f"gathering {summary['gather_seconds']:.3f} s after) · {summary['messages']} "
+        f"messages, {summary['bytes_sent']:,} bytes · digest {summary['fields_digest'][:16]}"
+    )
+    for path in (record, timeline):
+        if path is not None:
+            console.print(f"written: {path}")
 
 
 def stopped_line(stop: Any, steps: int, ranks: int) -> str:
@@ -588,4 +618,4 @@ def _warn_compiled(summary: dict) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``run`` to the command line."""
-    app.command("run", cls=AppsHelp)(run_command)
+    app.command("run", cls=AppsHelp, help=HELP)(run_command)
