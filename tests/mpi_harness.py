@@ -36,6 +36,31 @@ SAFETY = 4.0
 GRACE = 5.0
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from ``/proc``): mpiexec's proxies, a
+    proxy's ranks."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (exists and is not a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = f"/proc/{pid}/stat"
+    return not (os.path.exists(stat) and Path(stat).read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
 def mpiexec() -> str:
     """The mpiexec next to this Python (the mpich wheel's), else one on PATH."""
     here = Path(sys.executable).parent / "mpiexec"

@@ -3,13 +3,11 @@ process of the run behind."""
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.mpi_harness import deadline, mpiexec, run_ranks, slowdown
+from tests.mpi_harness import alive, deadline, mpiexec, run_ranks, slowdown
 
 #: Each rank says who it is, then hangs (as a rank waiting for ever in an MPI call would).
 HANG = (
@@ -18,15 +16,6 @@ HANG = (
     "print('rank', os.environ['PMI_RANK'], 'still waiting', file=sys.stderr, flush=True)\n"
     "time.sleep(600)\n"
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = f"/proc/{pid}/stat"
-    return not (os.path.exists(stat) and Path(stat).read_text().rsplit(")", 1)[1].split()[0] == "Z")
 
 
 @pytest.mark.mpi
@@ -42,7 +31,7 @@ def test_a_hung_run_fails_with_its_ranks_output_and_leaves_no_rank() -> None:
         int(x.split()[-1]) for x in message.splitlines() if x.startswith("rank ") and "pid" in x
     ]
     assert len(pids) == 2
-    assert not [p for p in pids if _alive(p)], "a rank outlived its run"
+    assert not [p for p in pids if alive(p)], "a rank outlived its run"
 
 
 @pytest.mark.parametrize("load", [0.0, 6.0])

@@ -20,26 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.mpi_harness import ROOT, mpiexec, run_mpi
+from tests.mpi_harness import ROOT, child_pids, mpiexec, run_mpi
 
 GUARD = 90.0  # seconds before a wait counts as a hang
 RUN = ["-m", "grapeshot.cli.main", "run"]
 GRAY_SCOTT = str(ROOT / "examples" / "program" / "gray_scott.py") + ":make_gray_scott"
 #: The stop line: ``... every rank stopped after step N of M; checkpoint ...``.
 STOPPED = re.compile(r"^grapeshot: terminated \(SIGTERM\); every rank stopped after step (\d+)")
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
 
 
 def _shm_mapped(pid: int) -> set[str]:
@@ -82,8 +69,8 @@ def _terminated(
     try:
 
         def checkpointed() -> bool:
-            for proxy in _children(proc.pid):
-                for rank in _children(proxy):
+            for proxy in child_pids(proc.pid):
+                for rank in child_pids(proxy):
                     mapped.update(_shm_mapped(rank))
             if proc.poll() is not None:
                 pytest.fail(f"the run ended before its first checkpoint: {proc.stderr.read()}")
@@ -91,7 +78,7 @@ def _terminated(
 
         _wait_for(checkpointed, "the first checkpoint")
         if one_rank:
-            ranks = sorted(r for proxy in _children(proc.pid) for r in _children(proxy))
+            ranks = sorted(r for proxy in child_pids(proc.pid) for r in child_pids(proxy))
             os.kill(ranks[-1], signal.SIGTERM)
         else:
             proc.send_signal(signal.SIGTERM)  # as Slurm does at the walltime

@@ -16,33 +16,12 @@ from pathlib import Path
 import pytest
 
 from grapeshot.runtime.lifeline import SIGNALS, lifeline
-from tests.mpi_harness import ROOT, mpiexec
+from tests.mpi_harness import ROOT, alive, child_pids, mpiexec
 
 #: A run of many hours: 1024² cells per rank-pair, 10⁶ steps.
 FOREVER = ["-m", "grapeshot.cli.main", "run", "swe", "--parts", "8,8", "--cells", "1024",
            "--steps", "1000000", "--timeout", "600"]  # fmt: skip
 GUARD = 60.0  # seconds before a wait counts as a hang
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _has_mpi(pid: int) -> bool:
@@ -67,15 +46,15 @@ def _launch(ranks: int = 2) -> tuple[subprocess.Popen[str], int, list[int]]:
         [mpiexec(), "-n", str(ranks), sys.executable, *FOREVER],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
     )  # fmt: skip
-    _wait_for(lambda: len(_children(proc.pid)) == 1, "the launcher's proxy")
-    proxy = _children(proc.pid)[0]
-    _wait_for(lambda: len(_children(proxy)) == ranks, "the ranks")
-    return proc, proxy, _children(proxy)
+    _wait_for(lambda: len(child_pids(proc.pid)) == 1, "the launcher's proxy")
+    proxy = child_pids(proc.pid)[0]
+    _wait_for(lambda: len(child_pids(proxy)) == ranks, "the ranks")
+    return proc, proxy, child_pids(proxy)
 
 
 def _cleanup(*pids: int) -> None:
     for pid in pids:
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -90,7 +69,7 @@ def _interrupt(started: bool) -> None:
             _wait_for(lambda: all(cpu(r) > 300 for r in ranks), "the ranks computing")
         proc.send_signal(signal.SIGINT)  # what Ctrl-C in the terminal does
         _, err = proc.communicate(timeout=GUARD)
-        _wait_for(lambda: not any(_alive(r) for r in ranks), "every rank ended")
+        _wait_for(lambda: not any(alive(r) for r in ranks), "every rank ended")
     finally:
         _cleanup(proc.pid, proxy, *ranks)
     assert proc.returncode != 0
@@ -125,9 +104,9 @@ def test_a_dead_launcher_ends_every_rank() -> None:
     try:
         # As soon as each rank has its watchdog: the ranks are importing mpi4py, where
         # MPI_Init holds the GIL and then waits for a launcher that will never answer.
-        _wait_for(lambda: all(_children(r) for r in ranks), "a watchdog on every rank")
+        _wait_for(lambda: all(child_pids(r) for r in ranks), "a watchdog on every rank")
         os.kill(proxy, signal.SIGKILL)  # the launcher's process on this node dies
-        _wait_for(lambda: not any(_alive(r) for r in ranks), "every orphaned rank ended")
+        _wait_for(lambda: not any(alive(r) for r in ranks), "every orphaned rank ended")
         proc.communicate(timeout=GUARD)
     finally:
         _cleanup(proc.pid, proxy, *ranks)
