@@ -14,6 +14,20 @@ from grapeshot.jobs.scheduler import BACKFILL, KernelState, make_jobs
 SWF_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "swf"
 
 
+def busy_log(path: Path, *, run: tuple[int, int], gap: int) -> Path:
+    """Write a busy SWF log of 300 jobs on 16 CPUs to ``path``: job ``i`` arrives at
+    ``i * gap`` s and runs ``run[0] + (37 i mod run[1])`` s; every 7th runs twice its request
+    (a kill under the user's estimate), the others half of it."""
+    lines = ["; MaxProcs: 16"]
+    for i in range(300):
+        ran = run[0] + (i * 37) % run[1]
+        req = ran // 2 if i % 7 == 0 else ran * 2
+        lines.append(f"{i + 1} {i * gap} -1 {ran} {1 + i % 8} -1 -1 {1 + i % 8} {req} -1 1 "
+                     f"{1 + i % 5} 1 -1 -1 1 -1 -1")  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def random_jobs(seed: int, n: int, capacity: int) -> dict[str, np.ndarray]:
     """A small random workload with ties in submit times and run times."""
     rng = np.random.default_rng(seed)

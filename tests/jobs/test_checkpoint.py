@@ -15,7 +15,7 @@ from grapeshot.jobs.reference import reference_schedule
 from grapeshot.jobs.rules import checkpoint_saved, checkpointed_wall
 from grapeshot.jobs.scheduler import BACKFILL, PRED_AVE2, PRED_GIVEN, KernelState, make_jobs
 from tests.cli.helpers import run_cli
-from tests.jobs.helpers import SWF_DIR, both, random_jobs
+from tests.jobs.helpers import SWF_DIR, both, busy_log, random_jobs
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "policy" / "ave2_simple.py"
 FIELDS = ("start", "end", "wtr", "wtr0", "ncorr", "ran", "waited", "restarts")
@@ -125,15 +125,7 @@ def test_kernel_and_reference_agree_with_checkpointing(backfill: str, correction
 
 def _busy_log(tmp_path: Path) -> Path:
     """300 jobs on 16 CPUs; every 7th runs twice its request (a kill under user-estimate)."""
-    lines = ["; MaxProcs: 16"]
-    for i in range(300):
-        run = 300 + (i * 37) % 3600
-        req = run // 2 if i % 7 == 0 else run * 2
-        lines.append(f"{i + 1} {i * 60} -1 {run} {1 + i % 8} -1 -1 {1 + i % 8} {req} -1 1 "
-                     f"{1 + i % 5} 1 -1 -1 1 -1 -1")  # fmt: skip
-    path = tmp_path / "busy.swf"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return busy_log(tmp_path / "busy.swf", run=(300, 3600), gap=60)
 
 
 def _recompute(capsys, log: Path, out: Path, policies: str, *extra: str) -> dict:

@@ -11,6 +11,7 @@ import pytest
 from grapeshot.jobs.jobs_out import CSV_COLUMNS
 from grapeshot.jobs.swf import read_swf
 from tests.cli.helpers import run_cli
+from tests.jobs.helpers import busy_log
 
 POLICIES = "user-estimate,simple,easy++-simple,clairvoyant"
 
@@ -18,15 +19,7 @@ POLICIES = "user-estimate,simple,easy++-simple,clairvoyant"
 def _log(tmp_path: Path) -> Path:
     """A busy log of 300 jobs on 16 CPUs; every 7th job outruns its request (a kill under
     the user's estimate), so predictions get corrected and some jobs are killed."""
-    lines = ["; MaxProcs: 16"]
-    for i in range(300):
-        run = 30 + (i * 37) % 900
-        req = run // 2 if i % 7 == 0 else run * 2
-        lines.append(f"{i + 1} {i * 25} -1 {run} {1 + i % 8} -1 -1 {1 + i % 8} {req} -1 1 "
-                     f"{1 + i % 5} 1 -1 -1 1 -1 -1")  # fmt: skip
-    path = tmp_path / "busy.swf"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return busy_log(tmp_path / "busy.swf", run=(30, 900), gap=25)
 
 
 def _read_csv(path: Path) -> dict[str, dict[str, np.ndarray]]:
