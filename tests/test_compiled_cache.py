@@ -150,3 +150,80 @@ def test_generated_batches_go_with_the_modules_they_import(tmp_path: Path) -> No
     assert refresh(pkg, stamp, batches) == 2  # the batch importing hooks, and its code
     assert [p.name for p in batches.glob("*.py")] == ["_b_alone.py"]
     assert not list((batches / "__pycache__").iterdir())
+
+
+#: A closure factory: every ``make(k)`` compiles a function of one qualified name (numba tells
+#: them apart by its per-process counter); big enough that LLVM calls it rather than inlining.
+FACTORY = "import numpy as np\nfrom numba import njit\n\n\ndef make(k):\n    @njit\n" + (
+    "    def f(x):\n        s = 0.0\n        for i in range(x.shape[0]):\n"
+    + "".join(
+        f"            s += np.sin(x[i] * {j}.5 + k) * np.cos(x[i] - {j})\n" for j in range(60)
+    )
+    + "        return s\n\n    return f\n"
+)
+USER = (
+    "from numba import njit\nfrom factory import make\n\ng = make({k})\n\n\n"
+    "@njit(cache=True)\ndef {name}(x):\n    return g(x)\n"
+)
+
+
+def _call(root: Path, names: str) -> list[float]:
+    """``names``' cached functions called in that order by one new process (grapeshot
+    imported first, as in its own processes)."""
+    code = "import numpy as np\nimport grapeshot\n"
+    code += "".join(f"from mod_{n} import {n}\nprint({n}(np.arange(5.0)))\n" for n in names)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["PYTHONPATH"] = str(root)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True
+    )
+    return [float(x) for x in out.stdout.split()]
+
+
+def test_functions_cached_by_two_processes_keep_their_own_callees(tmp_path: Path) -> None:
+    """Two cached functions calling two closures of one factory, each compiled by a process of
+    its own: a third process loading both runs each with its own closure. With numba's counter
+    starting at 1 in every process both closures had one symbol, and the function loaded second
+    ran the first one's closure (numba #10486; SPH's halo packing sorted with the rank
+    splitter's quicksort)."""
+    (tmp_path / "factory.py").write_text(FACTORY)
+    for name, k in (("a", 1.0), ("b", 2.0)):
+        (tmp_path / f"mod_{name}.py").write_text(USER.format(k=k, name=name))
+    a, b = _call(tmp_path, "a")[0], _call(tmp_path, "b")[0]  # compiled apart, then cached
+    assert a != b
+    assert _call(tmp_path, "ba") == [b, a]
+    assert _call(tmp_path, "ab") == [a, b]
+
+
+def test_each_process_counts_its_symbols_from_its_own_offset() -> None:
+    """Imported before numba or after it, grapeshot moves numba's symbol counter to an offset
+    of this process's own, far from the 1 every process starts at."""
+    code = (
+        "{}\nfrom numba.core.bytecode import FunctionIdentity\n"
+        "print(next(FunctionIdentity._unique_ids))"
+    )
+    firsts = [
+        int(subprocess.check_output([sys.executable, "-c", code.format(imports)], text=True))
+        for imports in ("import grapeshot", "import grapeshot", "import numba; import grapeshot")
+    ]
+    assert min(firsts) >= 1 << 48 and len(set(firsts)) == 3
+
+
+def test_a_stamp_of_the_old_naming_clears_every_cache(tmp_path: Path) -> None:
+    """Caches written before the offset (their counters started at 1) all go, once."""
+    import json
+
+    pkg = tmp_path / "pkg"
+    (pkg / "__pycache__").mkdir(parents=True)
+    (pkg / "kern.py").write_text("from numba import njit\n")
+    stamp = tmp_path / "stamp.json"
+    cache = pkg / "__pycache__" / "kern.f-1.py311.nbi"
+    cache.touch()
+    assert refresh(pkg, stamp) == 1
+    cache.touch()
+    assert refresh(pkg, stamp) == 0  # as last time
+    old = json.loads(stamp.read_text())
+    del old["scheme"]
+    old["stat"] = "as written by the scheme before"
+    stamp.write_text(json.dumps(old))
+    assert refresh(pkg, stamp) == 1 and not cache.exists()

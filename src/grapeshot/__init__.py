@@ -5,10 +5,13 @@ expected to be (``grapeshot.theory``), and the vocabulary they share (``grapesho
 """
 
 # Before any compiled function loads: drop numba's cached machine code if a source it may
-# depend on changed since (numba itself checks only the defining file; compiled_cache.py).
+# depend on changed since (numba itself checks only the defining file), and keep this
+# process's compiled symbols apart from other processes' cached ones (compiled_cache.py).
+from grapeshot.compiled_cache import distinct_symbols as _distinct_symbols
 from grapeshot.compiled_cache import refresh as _refresh_compiled_cache
 from grapeshot.version import __version__ as __version__
 
+_distinct_symbols()
 _refresh_compiled_cache()
 
 

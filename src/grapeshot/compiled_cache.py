@@ -30,24 +30,48 @@ code) that import a module found stale, so the folder does not keep them for eve
 Ranks starting together take a file lock for the comparison, so one of them clears while the
 others wait, and none reads a cache being cleared. Where nothing can be written (a read-only
 install), nothing is done: numba cannot cache there either.
+
+One more hazard is numba's, not the sources': the machine code of a function names the
+functions it calls by symbol, and numba makes each symbol unique within a process with a
+counter that starts at 1 in every process (numba issue #10486). Two cached functions compiled
+by two processes (two MPI ranks, two test workers) can then both contain a *different* helper
+under one name, e.g. the quicksort closure behind ``np.argsort`` at the same count; a process
+that loads both links each call to whichever copy it loaded first, and computes silently with
+the other's code. It happened: SPH's halo packing sorted its particles in another order after
+``place --ranks`` had loaded the rank splitter, and its fields changed. :func:`distinct_symbols`
+starts this process's counter at a random 48-bit offset (names only: no result depends on it),
+so the symbols of two processes' caches do not meet; :data:`SCHEME` in the stamp makes
+:func:`refresh` clear the caches written before, whose counters started at 1.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.abc
+import importlib.machinery
+import itertools
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 #: The package's sources.
 PACKAGE = Path(__file__).resolve().parent
 
 #: Where the stamp lives (beside the package's own byte code).
 STAMP = PACKAGE / "__pycache__" / "compiled-sources.json"
+
+#: How the cached code was named: a stamp of another scheme clears every cache once (2: each
+#: process's numba symbols counted from a random offset, :func:`distinct_symbols`).
+SCHEME = 2
+
+#: The numba module whose counter names the compiled functions' symbols.
+_IDENTITY_MODULE = "numba.core.bytecode"
 
 
 def cache_dir() -> Path:
@@ -80,8 +104,9 @@ def _sources(root: Path) -> list[tuple[str, int, int]]:
 
 
 def _stat_key(files: list[tuple[str, int, int]]) -> str:
-    """A digest of the files' relative paths, sizes and modification times."""
-    return hashlib.sha256(repr(files).encode()).hexdigest()
+    """A digest of the naming scheme and the files' relative paths, sizes and modification
+    times."""
+    return hashlib.sha256(repr((SCHEME, files)).encode()).hexdigest()
 
 
 def _import_lines(package: str) -> re.Pattern[bytes]:
@@ -289,13 +314,57 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP, batches: Path | None = No
                 return 0
             from grapeshot.model.atomic import write_text_atomic  # rarely: not at every import
 
+            if last.get("scheme") != SCHEME:  # code named the old way: all of it goes
+                last = {}
             stale, modules, digests = _stale(files, root, last)
             deleted = _clear(stale)
             if batches is None and root == PACKAGE:
                 batches = cache_dir()
             if batches is not None and batches.is_dir():
                 deleted += _clear_batches(batches, modules, root.name)
-            write_text_atomic(stamp, json.dumps({"stat": stat_key, "files": digests}))
+            write_text_atomic(
+                stamp, json.dumps({"scheme": SCHEME, "stat": stat_key, "files": digests})
+            )
             return deleted
     except OSError:  # a read-only install: numba cannot write a cache there either
         return 0
+
+
+def _offset_counter(module: ModuleType) -> None:
+    """Start ``module.FunctionIdentity``'s symbol counter at a random 48-bit offset (about
+    ``1e-9`` that two processes' first million symbols overlap)."""
+    start = int.from_bytes(os.urandom(6), "little") | 1 << 48
+    module.FunctionIdentity._unique_ids = itertools.count(start)
+
+
+class _OnImport(importlib.abc.MetaPathFinder):
+    """Offsets the counter when numba's module defining it is first imported."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _IDENTITY_MODULE:
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            _offset_counter(module)
+
+        spec.loader.exec_module = exec_module  # this module's own loader instance
+        return spec
+
+
+def distinct_symbols() -> None:
+    """Name this process's numba-compiled symbols apart from every other process's (see the
+    module's docstring): at once when numba is loaded, else when it is (numba is slow to
+    import; ``grapeshot --help`` does not need it)."""
+    module = sys.modules.get(_IDENTITY_MODULE)
+    if module is not None:
+        if next(module.FunctionIdentity._unique_ids) < 1 << 48:
+            _offset_counter(module)
+    elif not any(isinstance(f, _OnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _OnImport())
