@@ -10,6 +10,7 @@ kept once (ids), the same total mass, and migrations that really happened.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -27,6 +28,32 @@ STRATEGIES = {
     "refine": {"interval": 4, "threshold": 0.0},
     "greedy": {"interval": 3},
 }
+
+
+@dataclass(frozen=True)
+class MoveOne:
+    """A user's own dynamic strategy (the protocol, no factory of grapeshot's): at ``step``,
+    partition ``part`` moves to the other rank."""
+
+    part: int = 5
+    step: int = 3
+    interval: int = 3
+    name: str = "move-one"
+    initial: str = "geometric"
+
+    def rebalance(self, *, step, loads, node_of, cores, state_bytes, comm=None, machine=None):
+        if step != self.step:
+            return None
+        new = np.array(node_of)
+        new[self.part] = 1 - new[self.part]
+        return new
+
+
+def _strategies():
+    from grapeshot.place.dynamic import make_dynamic_strategy
+
+    yield from ((name, make_dynamic_strategy(name, **o)) for name, o in STRATEGIES.items())
+    yield "move-one", MoveOne()
 
 
 def _program(app: str, scene: str, parts, cells):
@@ -47,22 +74,21 @@ def _facts(outcome) -> dict:
 def main() -> None:
     from mpi4py import MPI
 
-    from grapeshot.place.dynamic import make_dynamic_strategy
     from grapeshot.runtime.driver import run_program
 
     comm = MPI.COMM_WORLD
     for app, scene, parts, cells in CASES:
-        for name, options in STRATEGIES.items():
+        for name, dynamic in _strategies():
             moves: list[int] = []
             outcome = run_program(
                 _program(app, scene, parts, cells),
                 steps=STEPS,
-                strategy=make_dynamic_strategy(name, **options).initial,
+                strategy=dynamic.initial,
                 seed=5,
                 comm=comm,
                 threads=1,
                 executor="task",
-                dynamic=make_dynamic_strategy(name, **options),
+                dynamic=dynamic,
                 on_migrate=lambda m, moves=moves: moves.append(m.parts_moved),
             )
             if outcome is not None:
@@ -102,7 +128,7 @@ def test_dynamic_strategies_migrate_with_bitwise_equal_fields(serial) -> None:
     proc = run_mpi(2, ["-m", "tests.runtime.test_mpi_migrate_dynamic"], work=10)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     assert {(x["app"], x["strategy"]) for x in lines} == {
-        (a, s) for a, *_ in CASES for s in STRATEGIES
+        (a, s) for a, *_ in CASES for s in [*STRATEGIES, "move-one"]
     }
     for x in lines:
         ref = serial[x["app"]]
@@ -116,6 +142,8 @@ def test_dynamic_strategies_migrate_with_bitwise_equal_fields(serial) -> None:
     for name in ("reactive", "birdshot-dynamic"):
         run = next(x for x in lines if x["app"] == "swe" and x["strategy"] == name)
         assert len(run["moves"]) >= 2, run
+    # A strategy of the user's own moves exactly what it proposes; its fields are the serial's.
+    assert all(x["moves"] == [1] for x in lines if x["strategy"] == "move-one")
 
 
 def test_run_options_name_the_strategy_problems() -> None:

@@ -7,6 +7,7 @@ partitions. After the run, rank 0 gathers the records and the final fields and r
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -455,11 +456,19 @@ def _rebalances(
 
 def _dynamic_parameters(dynamic) -> dict[str, Any]:
     """The dynamic strategy's name and the scalar parameters its factory takes: enough to
-    make the same strategy again (``make_dynamic_strategy(name, **rest)``)."""
-    from grapeshot.place.dynamic import factory_keywords
+    make the same strategy again (``make_dynamic_strategy(name, **rest)``). A user's own
+    strategy (a name grapeshot does not know) gives its interval and, for a dataclass, its
+    fields."""
+    from grapeshot.place.dynamic import DYNAMIC_STRATEGIES, factory_keywords
 
     scalars = (str, int, float, bool, type(None))
-    params = {k: getattr(dynamic, k) for k in sorted(factory_keywords(dynamic.name))}
+    if dynamic.name in DYNAMIC_STRATEGIES:
+        keys = factory_keywords(dynamic.name)
+    else:
+        keys = {"interval"}
+        if dataclasses.is_dataclass(dynamic):
+            keys |= {f.name for f in dataclasses.fields(dynamic) if f.init} - {"name"}
+    params = {k: getattr(dynamic, k, None) for k in sorted(keys)}
     return {"name": dynamic.name, **{k: v for k, v in params.items() if isinstance(v, scalars)}}
 
 
