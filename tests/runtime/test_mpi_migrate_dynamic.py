@@ -168,5 +168,24 @@ def test_call_steps_follow_the_interval_or_the_strategy() -> None:
     assert call_steps(make_dynamic_strategy("birdshot-best-of-k", score_steps=3), 12) == [3]
 
 
+def test_a_strategy_is_warmed_on_a_copy_before_the_clock() -> None:
+    """What a strategy's first call imports (scipy's assignment solver, for reactive's
+    repacking) is loaded before the run's clock starts; the strategy keeps its own state."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nimport numpy as np\n"
+        "from grapeshot.place.dynamic import make_dynamic_strategy\n"
+        "from grapeshot.runtime.driver import _warm_strategy\n"
+        "for balancer in ('pairwise', 'affine'):\n"
+        "    s = make_dynamic_strategy('reactive', balancer=balancer)\n"
+        "    _warm_strategy(s, 64, np.array([1, 1]), None, None)\n"
+        "    print(balancer, 'scipy.optimize' in sys.modules, len(s._home))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["pairwise True 0", "affine True 0"], out.stderr
+
+
 if __name__ == "__main__":
     main()

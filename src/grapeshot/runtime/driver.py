@@ -7,6 +7,8 @@ partitions. After the run, rank 0 gathers the records and the final fields and r
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import time
 from collections.abc import Callable
@@ -552,6 +554,8 @@ def _dynamic_proposal(program: Program, dynamic, comm, threads: int):
     machine = None
     if rank == 0 and getattr(dynamic, "needs_machine", False):
         machine = _ranks_machine(size, threads)
+    if rank == 0:
+        _warm_strategy(dynamic, program.n_parts, cores, halo, machine)
 
     def propose(step: int, r: RankResult, current: np.ndarray):
         work = {}
@@ -588,6 +592,27 @@ def _dynamic_proposal(program: Program, dynamic, comm, threads: int):
         return proposal
 
     return propose
+
+
+def _warm_strategy(dynamic, n_parts: int, cores: np.ndarray, halo, machine) -> None:
+    """Call a copy of ``dynamic`` on two made-up imbalances before the clock starts, so that
+    what its first call imports or compiles (scipy's assignment solver for the relabelling of
+    refine and of reactive's repacking, 0.2-0.45 s; numba's cached kernels) is not timed as
+    the first rebalance's cost. Cyclic placement; rank 0 twice as loaded, then two
+    partitions a rank, rank 0's of load 4 and the others' 3, the rest none (no single move
+    helps: a repack does). Best effort; the strategy itself is untouched."""
+    size = cores.size
+    node_of = np.arange(n_parts, dtype=np.int64) % size
+    twice = np.where(node_of == 0, 2.0, 1.0)
+    pairs = np.zeros(n_parts)
+    pairs[: 2 * size] = np.where(node_of[: 2 * size] == 0, 4.0, 3.0)
+    for loads in (twice, pairs):
+        with contextlib.suppress(Exception):
+            copy.deepcopy(dynamic).rebalance(
+                step=dynamic.interval, loads=loads[None, :], node_of=node_of.copy(),
+                cores=cores.copy(), state_bytes=np.ones(n_parts, dtype=np.int64), comm=halo,
+                machine=machine,
+            )  # fmt: skip
 
 
 def _state_bytes(program, r: RankResult, work) -> np.ndarray:
