@@ -16,6 +16,7 @@ from grapeshot.model.task_halos import STATE, batch_ends, make_halos, state, tas
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.halo_plan import (
     Arena,
+    Link,
     fused_halos,
     fused_packs,
     grid_plan,
@@ -255,3 +256,59 @@ def test_a_face_is_one_run_per_row_and_a_column_one_run() -> None:
         np.concatenate([row, column]), np.array([0, row.size, row.size + column.size])
     )
     assert rows[:, [0, 1, 4]].tolist() == [[11, 1, 8], [11, 10, 4]]
+
+
+def _rank_links_one_by_one(boxes, node_of, rank, offsets):
+    """The links as :meth:`Box.neighbour` gives them, partition by partition (the loop
+    rank_links replaced): the reference."""
+    slot_of = {o: i for i, o in enumerate(neighbour_offsets(boxes[0].ndim))}
+    local, send, recv = [], {}, {}
+    for p in np.flatnonzero(node_of == rank).tolist():
+        for o in offsets:
+            q = boxes[p].neighbour(o)
+            if q is None:
+                continue
+            back = tuple(-x for x in o)
+            link = Link(p, q, o, slot_of[back])
+            if node_of[q] == rank:
+                local.append(link)
+            else:
+                send.setdefault(int(node_of[q]), []).append(link)
+                recv.setdefault(int(node_of[q]), []).append(Link(q, p, back, slot_of[o]))
+    order = lambda link: (link.dst, link.slot)  # noqa: E731
+    return (
+        local,
+        {r: sorted(v, key=order) for r, v in send.items()},
+        {r: sorted(v, key=order) for r, v in recv.items()},
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=2, max_size=3),
+    wraps=st.lists(st.booleans(), min_size=3, max_size=3),
+    ranks=st.integers(1, 4),
+    faces=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_rank_links_are_the_links_box_by_box(shape, wraps, ranks, faces, seed) -> None:
+    """All at once over the neighbour table, the same links in the same order as asking each
+    box for each neighbour (periodic axes wrap; a one-partition periodic axis is its own
+    neighbour)."""
+    from grapeshot.model.program import face_offsets, partition_boxes
+
+    parts = tuple(shape)
+    periodic = tuple(wraps[: len(parts)])
+    boxes = partition_boxes(tuple(4 * k for k in parts), parts, 1, periodic)
+    node_of = np.random.default_rng(seed).integers(0, ranks, len(boxes))
+    offsets = face_offsets(len(parts)) if faces else neighbour_offsets(len(parts))
+    for rank in range(ranks):
+        got = rank_links(boxes, node_of, rank, offsets)
+        local, send, recv = _rank_links_one_by_one(boxes, node_of, rank, offsets)
+        assert got.local == local
+        assert got.send == send and list(got.send) == sorted(send)
+        assert got.recv == recv and list(got.recv) == list(recv)  # ranks as first met
+        for j, r in enumerate(got.sources):
+            assert set(np.flatnonzero(got.waits_on[j])) == {
+                int(np.searchsorted(got.local_parts, link.dst)) for link in recv[r]
+            }

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -31,12 +32,12 @@ from numba import njit
 from grapeshot.model.program import Block, Box, Offset, halo_slab, neighbour_offsets
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     """A halo buffer from partition ``src`` to partition ``dst``.
 
     ``offset`` is where ``dst`` lies seen from ``src``; ``slot`` is the index of ``-offset`` in
-    ``dst``'s :func:`neighbour_offsets` order (where the buffer lands).
+    ``dst``'s :func:`neighbour_offsets` order (where the buffer lands). A named tuple: a
+    re-plan makes thousands (a frozen dataclass took 1.5 µs each).
     """
 
     src: int
@@ -91,39 +92,73 @@ def rank_links(
 
     ``offsets``: the neighbours that exchange (default every one; the faces alone when no
     exchange of the program needs its corners). A link's ``slot`` is always its place in
-    the full :func:`neighbour_offsets` order.
+    the full :func:`neighbour_offsets` order. All links at once over the grid's neighbour
+    table (a rebalance re-plans with this: a loop over partitions and offsets cost 3 ms at
+    128 partitions a rank).
     """
     node_of = np.asarray(node_of)
-    ndim = len(boxes[0].parts_shape)
-    slot_of = {o: i for i, o in enumerate(neighbour_offsets(ndim))}
-    offsets = neighbour_offsets(ndim) if offsets is None else offsets
+    every = neighbour_offsets(len(boxes[0].parts_shape))
+    slot_of = {o: i for i, o in enumerate(every)}
+    cols = np.array([slot_of[tuple(o)] for o in (every if offsets is None else offsets)], np.int64)
+    back = _back_slots(len(every))
     local_parts = np.flatnonzero(node_of == rank)
-    position = {int(p): i for i, p in enumerate(local_parts)}
-    local: list[Link] = []
+    q = neighbour_table(boxes[0].parts_shape, boxes[0].periodic)[local_parts][:, cols]
+    row, col = np.nonzero(q >= 0)  # (partition, offset) order
+    src, dst, slot = local_parts[row], q[row, col], cols[col]  # slot: the offset's own
+    there = node_of[dst]
+    mine = there == rank
+    local = _links(src[mine], dst[mine], slot[mine], back, every)
     send: dict[int, list[Link]] = {}
     recv: dict[int, list[Link]] = {}
-    for p in local_parts:
-        box = boxes[p]
-        for o in offsets:
-            q = box.neighbour(o)
-            if q is None:
-                continue
-            link = Link(int(p), q, o, slot_of[tuple(-x for x in o)])
-            if node_of[q] == rank:
-                local.append(link)
-            else:
-                send.setdefault(int(node_of[q]), []).append(link)
-                # What q sends back to p: the same pair seen from the other side.
-                back = Link(q, int(p), tuple(-x for x in o), slot_of[o])
-                recv.setdefault(int(node_of[q]), []).append(back)
-    for table in (send, recv):
-        for links in table.values():
-            links.sort(key=_message_order)
+    far = np.flatnonzero(~mine)
+    ranks, first = np.unique(there[far], return_index=True)
+    for r in ranks[np.argsort(first, kind="stable")].tolist():  # as first met
+        sel = far[there[far] == r]
+        # Message order: by receiving partition, then by the slot the buffer lands in.
+        out = sel[np.lexsort((back[slot[sel]], dst[sel]))]
+        send[r] = _links(src[out], dst[out], slot[out], back, every)
+        # What the neighbours send back: the same pairs seen from the other side.
+        inc = sel[np.lexsort((slot[sel], src[sel]))]
+        recv[r] = _links(dst[inc], src[inc], back[slot[inc]], back, every)
     sources = sorted(recv)
     waits_on = np.zeros((len(sources), len(local_parts)), dtype=bool)
     for j, r in enumerate(sources):
-        waits_on[j, [position[link.dst] for link in recv[r]]] = True
+        waits_on[j, row[far[there[far] == r]]] = True
     return RankLinks(rank, local_parts, local, dict(sorted(send.items())), recv, waits_on)
+
+
+def _links(src, dst, slot, back, every) -> list[Link]:
+    """``Link(src, dst, offset of slot, slot of the opposite offset)`` for each entry."""
+    return [
+        Link(s, d, every[k], b)
+        for s, d, k, b in zip(
+            src.tolist(), dst.tolist(), slot.tolist(), back[slot].tolist(), strict=True
+        )
+    ]
+
+
+@cache
+def _back_slots(n: int) -> np.ndarray:
+    """int64 ``(n,)``: the slot of the opposite of each :func:`neighbour_offsets` slot (the
+    order is symmetric: slot ``k``'s opposite is ``n - 1 - k``)."""
+    return np.arange(n - 1, -1, -1, dtype=np.int64)
+
+
+@lru_cache(maxsize=8)
+def neighbour_table(parts_shape: tuple[int, ...], periodic: tuple[bool, ...] = ()) -> np.ndarray:
+    """int64 ``(P, 3**d - 1)``: the partition at each :func:`neighbour_offsets` offset of
+    every partition of the grid ``parts_shape``, ``-1`` past the domain's edge (what
+    :meth:`Box.neighbour` gives one at a time: a periodic axis wraps)."""
+    ndim = len(parts_shape)
+    shape = np.array(parts_shape, dtype=np.int64)[:, None, None]
+    steps = np.array(neighbour_offsets(ndim), dtype=np.int64).T[:, None, :]  # (d, 1, K)
+    at = np.indices(parts_shape).reshape(ndim, -1)[:, :, None] + steps  # (d, P, K)
+    wraps = np.array([bool(periodic) and bool(periodic[a]) for a in range(ndim)])
+    past = ((at < 0) | (at >= shape)) & ~wraps[:, None, None]
+    table = np.ravel_multi_index(tuple(at % shape), parts_shape).astype(np.int64)
+    table[past.any(axis=0)] = -1
+    table.flags.writeable = False
+    return table
 
 
 class Arena:
@@ -169,13 +204,13 @@ class Arena:
             else:
                 flat = np.empty(int(starts[-1]), dtype=arrays[0].dtype if arrays else float)
             self.flat[name] = flat
-            self.base[name] = {p: int(starts[i]) for i, p in enumerate(self.parts)}
-            self.views[name] = {}
+            if arrays:  # one copy of every partition's field, then a view for each
+                np.concatenate([a.reshape(-1) for a in arrays], out=flat)
+            at = starts.tolist()
+            self.base[name] = dict(zip(self.parts, at, strict=False))
+            self.views[name] = views = {}
             for i, p in enumerate(self.parts):
-                view = flat[starts[i] : starts[i + 1]].reshape(arrays[i].shape)
-                view[...] = arrays[i]
-                self.views[name][p] = view
-                blocks[p][name] = view
+                views[p] = blocks[p][name] = flat[at[i] : at[i + 1]].reshape(arrays[i].shape)
 
     def positions(self, parts: np.ndarray) -> np.ndarray:
         """Where each of ``parts`` (partition ids) is among the arena's partitions."""
@@ -347,22 +382,25 @@ def grid_plan(
 
     # Only local partitions' slabs are ever indexed: the sender gathers its interiors, the
     # receiver scatters into its ghosts.
-    def gather(name: str, link_list: list[Link], ghost: bool) -> np.ndarray:
+    def gather(name: str, link_list: list[Link], ghost: bool) -> tuple[np.ndarray, np.ndarray]:
         if ghost:
             entries = [(name, link.dst, _back(link.offset)) for link in link_list]
         else:
             entries = [(name, link.src, link.offset) for link in link_list]
-        return _slab_table(arena, boxes, width, entries, ghost)[0]
+        return _slab_table(arena, boxes, width, entries, ghost)
 
     local_src = {n: gather(n, links.local, False) for n in names}
-    local_dst = {n: gather(n, links.local, True) for n in names}
+    local_dst = {n: gather(n, links.local, True)[0] for n in names}
     send = {r: {n: gather(n, ls, False) for n in names} for r, ls in links.send.items()}
-    recv = {r: {n: gather(n, ls, True) for n in names} for r, ls in links.recv.items()}
+    recv = {r: {n: gather(n, ls, True)[0] for n in names} for r, ls in links.recv.items()}
+    # Every link this rank sends, local then by rank: its bytes are its slabs' sizes.
     every = [*links.local, *(x for ls in links.send.values() for x in ls)]
     nbytes = np.zeros(len(every), dtype=np.int64)
     for name in names:
-        entries = [(name, link.src, link.offset) for link in every]
-        nbytes += _slab_table(arena, boxes, width, entries, False)[1] * arena.flat[name].itemsize
+        sizes = [local_src[name][1], *(by_name[name][1] for by_name in send.values())]
+        nbytes += np.concatenate(sizes) * arena.flat[name].itemsize
+    local_src = {n: cells for n, (cells, _) in local_src.items()}
+    send = {r: {n: cells for n, (cells, _) in by_name.items()} for r, by_name in send.items()}
     pair_bytes = {
         (link.src, link.dst): int(b) for link, b in zip(every, nbytes.tolist(), strict=True)
     }
