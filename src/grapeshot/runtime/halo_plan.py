@@ -323,10 +323,24 @@ def _slab_table(
     lengths = np.array([a.size for a in slabs], dtype=np.int64)
     sizes = lengths[which]
     table = np.concatenate(slabs)
-    table_start = _starts(lengths)[which]
-    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(_starts(sizes), sizes)
-    cells = np.repeat(base, sizes) + table[np.repeat(table_start, sizes) + within]
-    return cells, sizes
+    return _shifted_chunks(table, _starts(lengths)[which], sizes, base), sizes
+
+
+@njit(cache=True)
+def _shifted_chunks(
+    table: np.ndarray, first: np.ndarray, sizes: np.ndarray, shift: np.ndarray
+) -> np.ndarray:
+    """``table[first[e]:first[e] + sizes[e]] + shift[e]`` for every ``e``, one after the
+    other: one pass over the cells (numpy's repeat-and-gather took six, 4 ms of a re-plan's
+    fused copies at 250 partitions a rank)."""
+    out = np.empty(sizes.sum(), dtype=np.int64)
+    k = 0
+    for e in range(sizes.size):
+        a, s = first[e], shift[e]
+        for j in range(sizes[e]):
+            out[k] = table[a + j] + s
+            k += 1
+    return out
 
 
 def _interior(shape: tuple[int, ...], ndim: int, ghost: int) -> tuple[int, ...]:
@@ -340,9 +354,9 @@ def _starts(sizes: np.ndarray) -> np.ndarray:
 
 def _reorder_chunks(cells: np.ndarray, sizes: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The chunks of ``cells`` (consecutive, of ``sizes``) in ``order``."""
-    moved = sizes[order]
-    within = np.arange(int(moved.sum()), dtype=np.int64) - np.repeat(_starts(moved), moved)
-    return cells[np.repeat(_starts(sizes)[order], moved) + within]
+    return _shifted_chunks(
+        cells, _starts(sizes)[order], sizes[order], np.zeros(order.size, np.int64)
+    )
 
 
 @dataclass
