@@ -81,10 +81,6 @@ class RankLinks:
         return sorted(self.recv)
 
 
-def _message_order(link: Link) -> tuple[int, int]:
-    return (link.dst, link.slot)
-
-
 def rank_links(
     boxes: list[Box], node_of: np.ndarray, rank: int, offsets: tuple[Offset, ...] | None = None
 ) -> RankLinks:
