@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -375,51 +376,14 @@ def run_command(
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
         try:
-            from grapeshot.apps import make_app_program
-            from grapeshot.runtime.agreement import agreed
             from grapeshot.runtime.driver import run_program
-            from grapeshot.runtime.record import write_run_record, write_timeline
 
-            index = None
-            if restart is not None:
-                from grapeshot.model.checkpoint_file import read_index
-
-                index = agreed(comm, lambda: read_index(restart))
-                app_name, scene, parts, cells, seed, steps, strategy = _from_checkpoint(
-                    index, given, app_name, scene, parts, cells, seed, steps, strategy, placement
-                )
-            app_name = chosen_app(app_name, app_option)
-            part_shape = parse_parts(parts)
-            cell_shape = parse_cells(cells, len(part_shape))
-            _check_before_work(
-                comm, app_name, scene, part_shape, cell_shape, steps,
-                given=f"--parts {parts}" + ("" if cells is None else f" --cells {cells}"),
-                outputs={"--record": record, "--timeline": timeline, "--checkpoint": checkpoint},
-                serial=executor == "serial",
+            setup = _set_up(
+                comm, given, restart, app_name, app_option, scene, parts, cells, seed, steps,
+                strategy, placement, executor, threads, record, timeline, checkpoint,
+                dict(interval=interval, threshold=threshold, window=window, balancer=balancer),
             )  # fmt: skip
-            setup_started = time.perf_counter()
-            # A user's program is sized from one partition against the share this node holds
-            # (a collective: before the ranks build on their own).
-            share = None if executor == "serial" else node_share(comm)
-
-            def build() -> tuple[Any, Any, Any]:
-                program = make_app_program(
-                    app_name, scene, part_shape, cell_shape, seed, steps=steps, share=share
-                )
-                check_int(threads, "--threads")
-                dynamic = dynamic_for_run(
-                    strategy, seed, interval=interval, threshold=threshold, window=window,
-                    balancer=balancer,
-                )  # fmt: skip
-                initial = strategy if dynamic is None else dynamic.initial
-                chosen = placed_strategy(placement, initial, program.n_parts, comm.Get_size())
-                return program, dynamic, chosen
-
-            # Every rank calls the factory: a failure on one ends all of them, in one line.
-            program, dynamic, chosen = agreed(comm, build)
-            writer = _checkpoint_writer(
-                app_name, scene, program, seed, index, checkpoint, comm, steps, strategy
-            )
+            program, dynamic, index, steps = setup.program, setup.dynamic, setup.index, setup.steps
             n_threads = int(threads)
             migrations: list[dict[str, Any]] = []
 
@@ -443,29 +407,20 @@ def run_command(
                 # From here a signal stops every rank at a step boundary (with a checkpoint).
                 with guard.deferred():
                     outcome = run_program(
-                        program, steps=steps, strategy=chosen, seed=seed, comm=comm,
+                        program, steps=steps, strategy=setup.chosen, seed=setup.seed, comm=comm,
                         threads=n_threads, executor=executor, reduction=reduction,
                         exchange=exchange, shm=shm, migrate_at=migrate_at, timeout=timeout,
                         on_step=progress, on_migrate=on_migrate, dynamic=dynamic,
                         # A record is what the simulator calibrates on: add the network's
                         # own figures.
-                        probe_network=record is not None, setup_started=setup_started,
-                        restart=index, checkpoint=writer, checkpoint_every=checkpoint_every,
+                        probe_network=record is not None, setup_started=setup.started,
+                        restart=index, checkpoint=setup.writer, checkpoint_every=checkpoint_every,
                         checkpoint_seconds=checkpoint_seconds,
                         pending_signal=lambda: guard.pending,
                     )  # fmt: skip
             if outcome is None:
                 return
-            if placement is not None:
-                outcome.summary["strategy"] = f"placement {placement}"
-            if dynamic is not None:
-                outcome.summary["strategy"] = dynamic.name
-            if migrate_at is not None or dynamic is not None:
-                outcome.summary["migrations"] = migrations
-            if record is not None:
-                write_run_record(record, program, outcome)
-            if timeline is not None:
-                write_timeline(timeline, program, outcome)
+            _finish(outcome, program, placement, dynamic, migrate_at, migrations, record, timeline)
         except RunStopped as stop:
             if rank == 0:
                 sys.stderr.write(stopped_line(stop, steps, comm.Get_size()) + "\n")
@@ -487,6 +442,90 @@ def run_command(
             emit_json(summary)
             return
         _print_run(program, summary, record, timeline)
+
+
+@dataclass(frozen=True)
+class _SetUp:
+    """What every rank built before the run: the program, the dynamic strategy (or
+    ``None``), the placement strategy, ``--restart``'s checkpoint index (or ``None``), the
+    checkpoint writer (or ``None``), the steps of the whole run and the seed (a checkpoint's
+    where restarting), and when building started (``time.perf_counter()``)."""
+
+    program: Any
+    dynamic: Any
+    chosen: Any
+    index: Any
+    writer: Any
+    steps: int
+    seed: int
+    started: float
+
+
+def _set_up(
+    comm, given, restart, app_name, app_option, scene, parts, cells, seed, steps, strategy,
+    placement, executor, threads, record, timeline, checkpoint, dynamic_options,
+) -> _SetUp:  # fmt: skip
+    """Read ``--restart``'s checkpoint, check the options and the outputs, and build the
+    program and the strategies on every rank (a failure on one is every rank's, in one
+    line)."""
+    from grapeshot.apps import make_app_program
+    from grapeshot.runtime.agreement import agreed
+
+    index = None
+    if restart is not None:
+        from grapeshot.model.checkpoint_file import read_index
+
+        index = agreed(comm, lambda: read_index(restart))
+        app_name, scene, parts, cells, seed, steps, strategy = _from_checkpoint(
+            index, given, app_name, scene, parts, cells, seed, steps, strategy, placement
+        )
+    app_name = chosen_app(app_name, app_option)
+    part_shape = parse_parts(parts)
+    cell_shape = parse_cells(cells, len(part_shape))
+    _check_before_work(
+        comm, app_name, scene, part_shape, cell_shape, steps,
+        given=f"--parts {parts}" + ("" if cells is None else f" --cells {cells}"),
+        outputs={"--record": record, "--timeline": timeline, "--checkpoint": checkpoint},
+        serial=executor == "serial",
+    )  # fmt: skip
+    started = time.perf_counter()
+    # A user's program is sized from one partition against the share this node holds (a
+    # collective: before the ranks build on their own).
+    share = None if executor == "serial" else node_share(comm)
+
+    def build() -> tuple[Any, Any, Any]:
+        program = make_app_program(
+            app_name, scene, part_shape, cell_shape, seed, steps=steps, share=share
+        )
+        check_int(threads, "--threads")
+        dynamic = dynamic_for_run(strategy, seed, **dynamic_options)
+        initial = strategy if dynamic is None else dynamic.initial
+        chosen = placed_strategy(placement, initial, program.n_parts, comm.Get_size())
+        return program, dynamic, chosen
+
+    # Every rank calls the factory: a failure on one ends all of them, in one line.
+    program, dynamic, chosen = agreed(comm, build)
+    writer = _checkpoint_writer(
+        app_name, scene, program, seed, index, checkpoint, comm, steps, strategy
+    )
+    return _SetUp(program, dynamic, chosen, index, writer, steps, seed, started)
+
+
+def _finish(outcome, program, placement, dynamic, migrate_at, migrations, record, timeline):
+    """Rank 0's outcome: the strategy as the user named it, the migrations, and the record
+    and the timeline written."""
+    from grapeshot.runtime.record import write_run_record, write_timeline
+
+    if placement is not None:
+        outcome.summary["strategy"] = f"placement {placement}"
+    if dynamic is not None:
+        outcome.summary["strategy"] = dynamic.name
+    if migrate_at is not None or dynamic is not None:
+        outcome.summary["migrations"] = migrations
+    if record is not None:
+        write_run_record(record, program, outcome)
+    if timeline is not None:
+        write_timeline(timeline, program, outcome)
 
 
 def _checkpoint_writer(app_name, scene, program, seed, index, checkpoint, comm, steps, strategy):
