@@ -379,9 +379,13 @@ def run_command(
             from grapeshot.runtime.driver import run_program
 
             setup = _set_up(
-                comm, given, restart, app_name, app_option, scene, parts, cells, seed, steps,
-                strategy, placement, executor, threads, record, timeline, checkpoint,
-                dict(interval=interval, threshold=threshold, window=window, balancer=balancer),
+                comm, given=given, restart=restart, app_name=app_name, app_option=app_option,
+                scene=scene, parts=parts, cells=cells, seed=seed, steps=steps,
+                strategy=strategy, placement=placement, executor=executor, threads=threads,
+                outputs={"--record": record, "--timeline": timeline, "--checkpoint": checkpoint},
+                dynamic_options=dict(
+                    interval=interval, threshold=threshold, window=window, balancer=balancer
+                ),
             )  # fmt: skip
             program, dynamic, index, steps = setup.program, setup.dynamic, setup.index, setup.steps
             n_threads = int(threads)
@@ -420,7 +424,10 @@ def run_command(
                     )  # fmt: skip
             if outcome is None:
                 return
-            _finish(outcome, program, placement, dynamic, migrate_at, migrations, record, timeline)
+            _finish(
+                outcome, program, placement=placement, dynamic=dynamic, migrate_at=migrate_at,
+                migrations=migrations, record=record, timeline=timeline,
+            )  # fmt: skip
         except RunStopped as stop:
             if rank == 0:
                 sys.stderr.write(stopped_line(stop, steps, comm.Get_size()) + "\n")
@@ -462,12 +469,12 @@ class _SetUp:
 
 
 def _set_up(
-    comm, given, restart, app_name, app_option, scene, parts, cells, seed, steps, strategy,
-    placement, executor, threads, record, timeline, checkpoint, dynamic_options,
+    comm, *, given, restart, app_name, app_option, scene, parts, cells, seed, steps, strategy,
+    placement, executor, threads, outputs, dynamic_options,
 ) -> _SetUp:  # fmt: skip
-    """Read ``--restart``'s checkpoint, check the options and the outputs, and build the
-    program and the strategies on every rank (a failure on one is every rank's, in one
-    line)."""
+    """Read ``--restart``'s checkpoint, check the options and the ``outputs`` (``{option:
+    path or None}``), and build the program and the strategies on every rank (a failure on
+    one is every rank's, in one line)."""
     from grapeshot.apps import make_app_program
     from grapeshot.runtime.agreement import agreed
 
@@ -485,8 +492,7 @@ def _set_up(
     _check_before_work(
         comm, app_name, scene, part_shape, cell_shape, steps,
         given=f"--parts {parts}" + ("" if cells is None else f" --cells {cells}"),
-        outputs={"--record": record, "--timeline": timeline, "--checkpoint": checkpoint},
-        serial=executor == "serial",
+        outputs=outputs, serial=executor == "serial",
     )  # fmt: skip
     started = time.perf_counter()
     # A user's program is sized from one partition against the share this node holds (a
@@ -506,12 +512,12 @@ def _set_up(
     # Every rank calls the factory: a failure on one ends all of them, in one line.
     program, dynamic, chosen = agreed(comm, build)
     writer = _checkpoint_writer(
-        app_name, scene, program, seed, index, checkpoint, comm, steps, strategy
+        app_name, scene, program, seed, index, outputs["--checkpoint"], comm, steps, strategy
     )
     return _SetUp(program, dynamic, chosen, index, writer, steps, seed, started)
 
 
-def _finish(outcome, program, placement, dynamic, migrate_at, migrations, record, timeline):
+def _finish(outcome, program, *, placement, dynamic, migrate_at, migrations, record, timeline):
     """Rank 0's outcome: the strategy as the user named it, the migrations, and the record
     and the timeline written."""
     from grapeshot.runtime.record import write_run_record, write_timeline

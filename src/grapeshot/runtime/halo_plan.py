@@ -108,8 +108,10 @@ def rank_links(
     recv: dict[int, list[Link]] = {}
     far = np.flatnonzero(~mine)
     ranks, first = np.unique(there[far], return_index=True)
+    waits: dict[int, np.ndarray] = {}  # the local partitions each source rank sends to
     for r in ranks[np.argsort(first, kind="stable")].tolist():  # as first met
         sel = far[there[far] == r]
+        waits[r] = row[sel]
         # Message order: by receiving partition, then by the slot the buffer lands in.
         out = sel[np.lexsort((back[slot[sel]], dst[sel]))]
         send[r] = _links(src[out], dst[out], slot[out], back, every)
@@ -119,7 +121,7 @@ def rank_links(
     sources = sorted(recv)
     waits_on = np.zeros((len(sources), len(local_parts)), dtype=bool)
     for j, r in enumerate(sources):
-        waits_on[j, row[far[there[far] == r]]] = True
+        waits_on[j, waits[r]] = True
     return RankLinks(rank, local_parts, local, dict(sorted(send.items())), recv, waits_on)
 
 
