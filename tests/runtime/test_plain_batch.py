@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
@@ -16,7 +17,7 @@ from numba import njit
 from grapeshot.model.program import Box, Context, Exchange, Phase, Program, Reduction
 from grapeshot.model.task_halos import no_halos
 from grapeshot.runtime.halo_plan import Arena
-from grapeshot.runtime.plain_batch import cache_dir, iparams_table, is_numba_kernel
+from grapeshot.runtime.plain_batch import borrowed, cache_dir, iparams_table, is_numba_kernel
 from grapeshot.runtime.rank_plan import _batch_of
 from grapeshot.runtime.serial import exchange_all, run_serial
 from tests.mpi_harness import ROOT
@@ -49,6 +50,41 @@ def stir(q, tag, box, params):
             for k in range(g, g + box.shape[2]):
                 q[i, j, k, 0] = q[i, j, k, 1] * params[0] + box.hi[2] - box.domain[1]
     tag[0] = box.lo[0] * 100 + box.lo[1] * 10 + box.lo[2]
+
+
+@njit(cache=True, nogil=True)
+def scratch_mean(u, out, box, params):
+    """Allocates (a scratch row per row) and takes views of its fields: numba's memory
+    manager is on inside a kernel the batch hands borrowed views."""
+    g = box.ghost
+    total = 0.0
+    for i in range(g, g + box.shape[0]):
+        row = np.empty(box.shape[1])
+        above, below = u[i - 1, g : g + box.shape[1]], u[i + 1, g : g + box.shape[1]]
+        row[:] = (above + below) * params[0]
+        out[i, g : g + box.shape[1]] = row
+        total += row.sum()
+    return total
+
+
+class Scratch(Program):
+    name = "scratch"
+
+    def __init__(self) -> None:
+        self.domain_shape, self.parts_shape = (12, 10), (3, 2)
+        self.phases = (
+            Phase(
+                "mean", scratch_mean, fields=("u", "out"), params=lambda ctx: (0.5,),
+                exchange=Exchange(("u",)), reduce=Reduction("total", "sum"),
+            ),
+        )  # fmt: skip
+
+    def init_block(self, box: Box):
+        u = np.random.default_rng(box.part).uniform(size=box.padded_shape)
+        return {"u": u, "out": np.zeros_like(u)}
+
+    def output_fields(self, block, box):
+        return {"out": block["out"][box.interior()].copy()}
 
 
 class Smooth(Program):
@@ -136,6 +172,65 @@ def test_a_2d_kernel_batched_in_any_order_gives_the_calls_bits(order, cut, seed)
 @given(order=st.permutations(range(12)), cut=st.integers(0, 12))
 def test_a_3d_kernel_with_a_trailing_axis_and_no_return_value(order, cut) -> None:
     _batched_against_calls(Stir(), order, cut)
+
+
+def test_a_kernel_that_allocates_gets_the_calls_bits_and_frees_what_it_allocates() -> None:
+    from numba.core.runtime import _nrt_python as nrt
+    from numba.core.runtime import rtsys
+
+    _batched_against_calls(Scratch(), list(range(6)), 2)  # compiled outside the count
+    was_on = nrt.memsys_stats_enabled()
+    nrt.memsys_enable_stats()
+    try:
+        before = rtsys.get_allocation_stats()
+        _batched_against_calls(Scratch(), [5, 0, 3, 1, 4, 2], 3)
+        after = rtsys.get_allocation_stats()
+    finally:
+        if not was_on:
+            nrt.memsys_disable_stats()
+    allocated, freed = after.alloc - before.alloc, after.free - before.free
+    assert allocated > 0 and allocated == freed
+
+
+@njit
+def _views(flat, start):
+    """Borrowed views of ``flat`` from ``start``, of 1 to 3 axes; one written through."""
+    one = borrowed(flat, start, (6,))
+    two = borrowed(flat, start, (2, 3))
+    three = borrowed(flat, start, (1, 2, 3))
+    two[1, 2] = -1
+    return one.copy(), two.copy(), three.copy(), two.strides, three[0, :, 1:].copy()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float32])
+def test_borrowed_views_are_the_slice_reshaped(dtype) -> None:
+    flat = np.arange(20).astype(dtype)
+    expected = flat[4:10].copy()
+    expected[5] = -1
+    one, two, three, strides, part = _views(flat, 4)
+    assert flat[9] == -1  # written through to the array itself
+    assert np.array_equal(one, expected) and one.dtype == dtype
+    assert np.array_equal(two, expected.reshape(2, 3))
+    assert np.array_equal(three, expected.reshape(1, 2, 3))
+    assert strides == (3 * flat.itemsize, flat.itemsize)
+    assert np.array_equal(part, expected.reshape(2, 3)[:, 1:])
+
+
+def test_borrowed_takes_only_a_flat_contiguous_array_and_a_tuple_of_ints() -> None:
+    from numba.core.errors import TypingError
+
+    @njit
+    def of(a, shape):
+        return borrowed(a, 0, shape).sum()
+
+    assert of(np.ones(6), (2, 3)) == 6.0
+    for array, shape in [
+        (np.ones((2, 3)), (2, 3)),  # not flat
+        (np.ones(12)[::2], (2, 3)),  # not contiguous
+        (np.ones(6), (2.0, 3.0)),  # not integers
+    ]:
+        with pytest.raises(TypingError):
+            of(array, shape)
 
 
 def test_serial_and_task_runtime_agree_in_process() -> None:

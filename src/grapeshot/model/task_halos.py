@@ -156,7 +156,7 @@ def no_halos(n_local: int) -> tuple:
     return make_halos(n_local)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _pack(halos, i) -> None:
     """Gather local partition ``i``'s pieces of the next phase's messages."""
     # Tables are read at their offsets in TABLES, not sliced: a slice is an array object
@@ -173,7 +173,7 @@ def _pack(halos, i) -> None:
             at += count
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def task_begins(halos, stamps, t, i) -> None:
     """Stamp task ``t`` (local partition ``i``) and make its halo copies (see the module)."""
     start = now_ns()
@@ -214,7 +214,7 @@ def task_begins(halos, stamps, t, i) -> None:
         st[_RAN + n + t] = now_ns() - start
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def batch_ends(halos, stamps, n) -> None:
     """Pack the last task's part of the next phase's messages and stamp the batch's end."""
     st = halos[STATE]
