@@ -134,9 +134,10 @@ class Dispatch:
                 if got is None:
                     break
                 ready = np.concatenate([ready, got[0]])
-            clock.start()
-            task(ready, step, ctx, waited, rows, 0)
-            clock.stop()
+            if ready.size:  # a call on nothing would cost a batch call's Python, ~10 µs
+                clock.start()
+                task(ready, step, ctx, waited, rows, 0)
+                clock.stop()
             if not pending:
                 return
             ready, waited = arrivals.next()

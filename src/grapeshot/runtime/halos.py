@@ -27,7 +27,7 @@ from grapeshot.runtime.results import Tally
 from grapeshot.runtime.tasks import PartSlots
 from grapeshot.runtime.timeline import RunClock
 from grapeshot.runtime.watch import Watch
-from grapeshot.runtime.wire import GRAPH, HALO, HEADER, decode_items, encode_items, payload, stamp
+from grapeshot.runtime.wire import GRAPH, HALO, decode_items, encode_items, payload, write_header
 
 
 class Halos:
@@ -132,8 +132,7 @@ class Halos:
                     gather(flat, idx, body[at : at + size].view(flat.dtype))
                     at += size + (-size) % 8
         for raw in segments.values():
-            raw[: HEADER * 8].view(np.int64)[:] = (step, k, HALO, 0, 0)
-            stamp(raw)
+            write_header(raw, step, k, HALO)
         mail.sync()  # the writes into node neighbours' inboxes before the news of them
         for r, raw in segments.items():
             self.messenger.send_grid(k, r, raw)
@@ -311,7 +310,8 @@ class HaloRound:
         seconds since the phase started (``block=False``, grid exchanges only: ``None`` if no
         message is in yet)."""
         halos, step, k, pending = self.halos, self.step, self.k, self.pending
-        halos.watch.waiting_for = f"step {step} phase {k}: halos from ranks {pending}"
+        if block:  # (a look that finds nothing has nothing to tell the watch)
+            halos.watch.waiting_for = f"step {step} phase {k}: halos from ranks {pending}"
         if self.grid:
             got = halos.messenger.grid_arrival(step, k, block)
             if got is None:
