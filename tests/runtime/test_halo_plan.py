@@ -111,6 +111,70 @@ def test_arena_takes_back_a_rebound_field_and_refuses_a_new_shape() -> None:
         arena.refresh(blocks, "u")
 
 
+def _fields(p: int, shape=(4, 5)) -> dict:
+    return {"u": np.full(shape, float(p)), "v": np.full(shape, -float(p)),
+            "n": np.full(3, p, dtype=np.int64)}  # fmt: skip
+
+
+def _arena_holds(arena: Arena, blocks: dict) -> None:
+    """Every block's fields are the arena's views, at their bases, with their own values."""
+    for name in arena.names:
+        for p in arena.parts:
+            view = blocks[p][name]
+            assert view is arena.views[name][p]
+            flat = arena.flat[name]
+            base = arena.base[name][p]
+            assert np.shares_memory(view, flat)
+            assert np.array_equal(flat[base : base + view.size], view.ravel())
+            assert (view == (-p if name == "v" else p)).all()
+
+
+def test_a_rebalanced_arena_keeps_who_stays_in_place_and_copies_only_arrivals() -> None:
+    names = ("n", "u", "v")
+    blocks = {p: _fields(p) for p in (0, 1, 2, 3)}
+    first = Arena(names, np.array([0, 1, 2, 3]), blocks)
+    _arena_holds(first, blocks)
+    kept = {p: blocks[p]["u"] for p in (1, 3)}
+    where = {p: first.base["u"][p] for p in (1, 3)}
+    # 0 and 2 leave, 5 and 7 arrive (fresh arrays, as from another rank).
+    moved = {1: blocks[1], 3: blocks[3], 5: _fields(5), 7: _fields(7)}
+    second = Arena(names, np.array([1, 3, 5, 7]), moved, first)
+    assert second.shared is first.shared  # no new memory
+    for p in (1, 3):  # the same array objects at the same places
+        assert moved[p]["u"] is kept[p] and second.base["u"][p] == where[p]
+    assert {second.base["u"][p] for p in (5, 7)} == {first.base["u"][p] for p in (0, 2)}
+    _arena_holds(second, moved)
+    # One more than fits: built anew, with room for the next arrivals.
+    more = {**moved, 9: _fields(9)}
+    third = Arena(names, np.array([1, 3, 5, 7, 9]), more, second)
+    assert third.shared is not second.shared
+    assert third.capacity["u"] > 5 * 20 and third.flat["u"].size == third.capacity["u"]
+    _arena_holds(third, more)
+    # A partition of another shape takes room at the end, not a segment of the wrong size.
+    odd = {1: more[1], 3: more[3], 5: more[5], 7: more[7], 11: _fields(11, (2, 2))}
+    odd[11]["n"] = np.full(3, 11, dtype=np.int64)
+    fourth = Arena(names, np.array([1, 3, 5, 7, 11]), odd, third)
+    assert fourth.shared is third.shared
+    assert fourth.base["u"][11] >= 5 * 20
+    _arena_holds(fourth, odd)
+
+
+def test_a_rebalanced_arena_copies_nothing_out_of_its_own_memory() -> None:
+    """A kernel that rebound one field to another's array (u, v = v, u): copying segment by
+    segment could overwrite an array before it is read, so the arena is built anew."""
+    names = ("u", "v")
+    blocks = {p: _fields(p) for p in (0, 1)}
+    first = Arena(names, np.array([0, 1]), blocks)
+    blocks[0]["u"], blocks[0]["v"] = blocks[0]["v"], blocks[0]["u"]
+    second = Arena(names, np.array([0, 1]), blocks, first)
+    assert second.shared is not first.shared
+    assert (blocks[0]["u"] == 0).all() and (blocks[0]["v"] == 0).all()  # -0.0 == 0.0
+    blocks[1]["u"], blocks[1]["v"] = blocks[1]["v"], blocks[1]["u"]
+    third = Arena(names, np.array([0, 1]), blocks, second)
+    assert third.shared is not second.shared
+    assert (blocks[1]["u"] == -1).all() and (blocks[1]["v"] == 1).all()
+
+
 def test_item_messages_round_trip() -> None:
     items = [
         (5, 0, np.arange(7, dtype=np.float64)),

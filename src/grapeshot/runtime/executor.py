@@ -221,6 +221,7 @@ class RankRunner:
         self.dispatch = Dispatch(max(1, int(threads)), 0, self.tally, self.watch)
         #: What numba compiles while the steps run (what warm() did not).
         self.compiles = CompileClock()
+        self.plan: RankPlan | None = None
         self.place(program, node_of, blocks, start_step)
 
     def place(
@@ -238,8 +239,10 @@ class RankRunner:
         self.start_step = start_step
         # Every rank builds its own partitions: all of them learn of one that failed before
         # any waits for it in a collective.
+        # A rebalance keeps the partitions that stay where they are in the arena.
+        previous = self.plan.arena if self.plan is not None and blocks is not None else None
         self.plan = plan = agreed(
-            data, lambda: RankPlan.build(program, node_of, data.Get_rank(), blocks)
+            data, lambda: RankPlan.build(program, node_of, data.Get_rank(), blocks, previous)
         )
         self.mail = Mailboxes(data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm)
         self.fusion = Fusion.build(plan, self.mail, self.dispatch.threads)

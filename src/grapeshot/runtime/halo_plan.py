@@ -168,17 +168,29 @@ class Arena:
     :meth:`refresh`, which copies the new array in and restores the view.
 
     The float64 fields lie one after the other in one array, ``shared`` (``flat[name]`` is
-    ``shared[offset[name]:]`` up to its size), so that one index space reaches all of them: a
-    task's halo copies (:mod:`grapeshot.model.task_halos`) move every field in one loop.
+    ``shared[offset[name]:]`` up to its capacity), so that one index space reaches all of
+    them: a task's halo copies (:mod:`grapeshot.model.task_halos`) move every field in one
+    loop. Segments need not be in partition order nor leave no gap: everything reads a
+    partition's segment at its ``base``.
+
+    Given the ``previous`` arena of this rank (a rebalance), the partitions that stay keep
+    their segments, untouched, and each arriving partition takes the segment of one that left
+    (of its size) or room at the end of its field's region: only the arrivals are copied. Where
+    they do not fit, the arena is built anew, with :data:`SLACK` room for the next arrivals.
     """
 
-    def __init__(self, names: tuple[str, ...], parts: np.ndarray, blocks: dict[int, Block]):
+    #: Room a rebuilt arena keeps beyond what its partitions fill, as a fraction of it.
+    SLACK = 0.125
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        parts: np.ndarray,
+        blocks: dict[int, Block],
+        previous: Arena | None = None,
+    ):
         self.names = names
         self.parts = [int(p) for p in parts]
-        self.flat: dict[str, np.ndarray] = {}
-        self.base: dict[str, dict[int, int]] = {}
-        self.views: dict[str, dict[int, np.ndarray]] = {}
-        self.offset: dict[str, int] = {}
         self._bases: dict[str, np.ndarray] = {}
         self._kinds: dict[str, tuple[np.ndarray, list[tuple[int, ...]]]] = {}
         columns = {name: [np.asarray(blocks[p][name]) for p in self.parts] for name in names}
@@ -186,29 +198,92 @@ class Arena:
             dtypes = {a.dtype for a in arrays}
             if len(dtypes) != 1:
                 raise ValueError(f"grid field {name!r} has several dtypes across partitions")
-        shared_names = [n for n in names if columns[n] and columns[n][0].dtype == np.float64]
-        totals = {n: sum(a.size for a in columns[n]) for n in shared_names}
-        self.shared = np.empty(sum(totals.values()), dtype=np.float64)
+        placed = None if previous is None else self._places(previous, blocks, columns)
+        if placed is None:
+            self._build(columns, slack=0.0 if previous is None else self.SLACK)
+            kept: dict[str, set[int]] = {name: set() for name in names}
+        else:
+            self.base, kept = placed
+            self.shared, self.offset = previous.shared, previous.offset
+            self.flat, self.capacity = previous.flat, previous.capacity
+        self.views: dict[str, dict[int, np.ndarray]] = {}
+        for name, arrays in columns.items():
+            flat, at, stay = self.flat[name], self.base[name], kept[name]
+            self.views[name] = views = {}
+            for p, array in zip(self.parts, arrays, strict=True):
+                if p in stay:  # the previous arena's own view, where it was
+                    views[p] = array
+                    continue
+                view = flat[at[p] : at[p] + array.size].reshape(array.shape)
+                if placed is not None:  # (a new arena was filled by _build already)
+                    view[...] = array
+                views[p] = blocks[p][name] = view
+
+    def _build(self, columns: dict[str, list[np.ndarray]], slack: float) -> None:
+        """Lay every partition's fields out one after the other in new arrays, with ``slack``
+        of each field's size free at its end."""
+        shared_names = [n for n, a in columns.items() if a and a[0].dtype == np.float64]
+        used = {n: sum(a.size for a in arrays) for n, arrays in columns.items()}
+        self.capacity = {n: used[n] + int(used[n] * slack) for n in columns}
+        self.shared = np.empty(sum(self.capacity[n] for n in shared_names), dtype=np.float64)
+        self.offset: dict[str, int] = {}
         at = 0
         for name in shared_names:
             self.offset[name] = at
-            at += totals[name]
+            at += self.capacity[name]
+        self.flat: dict[str, np.ndarray] = {}
+        self.base: dict[str, dict[int, int]] = {}
         for name, arrays in columns.items():
-            sizes = np.array([a.size for a in arrays], dtype=np.int64)
-            starts = np.concatenate([[0], np.cumsum(sizes)])
             if name in self.offset:
                 off = self.offset[name]
-                flat = self.shared[off : off + int(starts[-1])]
+                flat = self.shared[off : off + self.capacity[name]]
             else:
-                flat = np.empty(int(starts[-1]), dtype=arrays[0].dtype if arrays else float)
+                flat = np.empty(self.capacity[name], dtype=arrays[0].dtype if arrays else float)
             self.flat[name] = flat
-            if arrays:  # one copy of every partition's field, then a view for each
-                np.concatenate([a.reshape(-1) for a in arrays], out=flat)
-            at = starts.tolist()
-            self.base[name] = dict(zip(self.parts, at, strict=False))
-            self.views[name] = views = {}
-            for i, p in enumerate(self.parts):
-                views[p] = blocks[p][name] = flat[at[i] : at[i + 1]].reshape(arrays[i].shape)
+            starts = np.concatenate([[0], np.cumsum([a.size for a in arrays], dtype=np.int64)])
+            if arrays:  # one copy of every partition's field
+                np.concatenate([a.reshape(-1) for a in arrays], out=flat[: int(starts[-1])])
+            self.base[name] = dict(zip(self.parts, starts.tolist(), strict=False))
+
+    def _places(
+        self, previous: Arena, blocks: dict[int, Block], columns: dict[str, list[np.ndarray]]
+    ) -> tuple[dict[str, dict[int, int]], dict[str, set[int]]] | None:
+        """Where each partition's segment goes in ``previous``'s arrays, ``{name: {partition:
+        base}}``, and which partitions keep theirs; ``None`` if the arrivals do not fit, the
+        fields changed, or an array to copy in lies in ``previous``'s memory (a kernel that
+        rebound one field to another's array: copying segment by segment could overwrite it
+        before it is read)."""
+        if previous.names != self.names or any(
+            arrays and arrays[0].dtype != previous.flat[name].dtype
+            for name, arrays in columns.items()
+        ):
+            return None
+        places: dict[str, dict[int, int]] = {}
+        kept: dict[str, set[int]] = {}
+        for name, arrays in columns.items():
+            old, views = previous.base[name], previous.views[name]
+            stay = {p for p, a in zip(self.parts, arrays, strict=True) if a is views.get(p)}
+            # The segments of the partitions that left (or whose array was replaced), by size.
+            free: dict[int, list[int]] = {}
+            for p, base in old.items():
+                if p not in stay:
+                    free.setdefault(views[p].size, []).append(base)
+            end = max((old[p] + views[p].size for p in old), default=0)
+            at = {}
+            for p, a in zip(self.parts, arrays, strict=True):
+                if p in stay:
+                    at[p] = old[p]
+                    continue
+                if any(np.may_share_memory(a, f) for f in previous.flat.values()):
+                    return None
+                if free.get(a.size):
+                    at[p] = free[a.size].pop()
+                elif end + a.size <= previous.capacity[name]:
+                    at[p], end = end, end + a.size
+                else:
+                    return None
+            places[name], kept[name] = at, stay
+        return places, kept
 
     def positions(self, parts: np.ndarray) -> np.ndarray:
         """Where each of ``parts`` (partition ids) is among the arena's partitions."""

@@ -114,6 +114,7 @@ class RankPlan:
         node_of: np.ndarray,
         rank: int,
         blocks: dict[int, Block] | None = None,
+        previous: Arena | None = None,
     ) -> RankPlan:
         """Plan rank ``rank`` of placement ``node_of``.
 
@@ -128,6 +129,9 @@ class RankPlan:
         blocks
             The local partitions' state to resume from (default: ``program.init_block``);
             their grid and batch fields are moved into the arena.
+        previous
+            This rank's arena before a rebalance: the partitions that stay keep their
+            segments in it (:class:`~grapeshot.runtime.halo_plan.Arena`).
         """
         boxes = program.boxes()
         links = rank_links(boxes, node_of, rank, _exchanged_offsets(program))
@@ -148,7 +152,8 @@ class RankPlan:
             name for ph in phases if _is_grid(ph) for name in ph.exchange.fields
         }  # fmt: skip
         batch_names = {n for batch in batches.values() for n in batch.fields}
-        arena = Arena(tuple(sorted(grid_names | batch_names)), links.local_parts, blocks)
+        names = tuple(sorted(grid_names | batch_names))
+        arena = Arena(names, links.local_parts, blocks, previous)
         sources = links.sources
         return cls(
             program=program,
