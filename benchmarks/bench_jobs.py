@@ -28,7 +28,7 @@ from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.plugin import load_plugin, simulate_plugin
 from grapeshot.jobs.reference import reference_schedule
 from grapeshot.jobs.scheduler import BACKFILL, PRED_GIVEN, KernelState, make_jobs
-from grapeshot.jobs.simulate import Machine, simulate
+from grapeshot.jobs.simulate import Cluster, simulate
 from timing import figure
 
 TARGET_JOBS_PER_S = 100_000.0
@@ -104,7 +104,7 @@ def plugin_ratio(trace) -> None:
             inside[0] += time.perf_counter() - t0
             return w
 
-    machine = Machine(CPUS)
+    machine = Cluster(CPUS)
     built_in = simulate(trace, "easy++-simple", machine)
     t0 = time.perf_counter()
     simulate_plugin(trace, compiled, machine)  # its callbacks compile once per process

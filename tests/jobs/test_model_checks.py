@@ -11,7 +11,7 @@ from grapeshot.jobs.load import YEAR_S, compress_arrivals, offered_load, rate_fa
 from grapeshot.jobs.metrics import bsld_upper_bound, logged_run, policy_metrics
 from grapeshot.jobs.policies import POLICIES
 from grapeshot.jobs.scheduler import S_FREE
-from grapeshot.jobs.simulate import Machine, Schedule, kernel_inputs, simulate
+from grapeshot.jobs.simulate import Cluster, Schedule, kernel_inputs, simulate
 from grapeshot.jobs.study import run_study
 from grapeshot.jobs.trace import JobTrace, make_trace
 from grapeshot.model.errors import InputError
@@ -74,7 +74,7 @@ CEILING_POLICIES = ("user-estimate", "simple", "power", "easy++-simple", "clairv
 def test_simulated_bsld_is_of_a_schedule_the_machine_runs(seed: int) -> None:
     t = _random_trace(seed)
     for policy in CEILING_POLICIES:
-        schedule = simulate(t, policy, Machine(8))
+        schedule = simulate(t, policy, Cluster(8))
         assert _schedule_faults(schedule, t) == [], policy
         assert policy_metrics(schedule).avg_bsld > 1.0  # some job waited: the check bites
 
@@ -103,7 +103,7 @@ def test_a_wrong_scheduler_fails_the_check_though_it_meets_the_ceiling(
     _kernel_mutant(monkeypatch, bug)
     t = _random_trace(0)
     for policy in ("user-estimate", "simple"):
-        schedule = simulate(t, policy, Machine(8))
+        schedule = simulate(t, policy, Cluster(8))
         m = policy_metrics(schedule)
         assert 1.0 <= m.avg_bsld <= bsld_upper_bound(m.avg_wait_min * 60.0)  # the old check
         assert _schedule_faults(schedule, t), f"{bug} passed under {policy}"
@@ -166,8 +166,8 @@ def test_study_reports_compression_and_load() -> None:
     jobs = random_jobs(3, 200, 8)
     t = make_trace(submit=jobs["submit"], run=jobs["run"], procs=jobs["size"],
                    req_time=jobs["req"], user=jobs["user"])  # fmt: skip
-    base = run_study(t, [POLICIES["user-estimate"]], Machine(8))
-    dense = run_study(t, [POLICIES["user-estimate"]], Machine(8), compress=3.0)
+    base = run_study(t, [POLICIES["user-estimate"]], Cluster(8))
+    dense = run_study(t, [POLICIES["user-estimate"]], Cluster(8), compress=3.0)
     assert base.compress == 1.0 and dense.compress == 3.0
     # Compression shortens the span by at most 3× (run times are kept): the load rises, by
     # at most 3×.
@@ -188,26 +188,26 @@ def test_clairvoyant_sees_exact_run_times() -> None:
     # Clairvoyant: it ends at 12 <= 1000 and is backfilled at once.
     t = make_trace(submit=[0.0, 1.0, 2.0], run=[1000.0, 100.0, 10.0], procs=[1, 2, 1],
                    req_time=[1000.0, 100.0, 50_000.0], user=[1, 2, 3])  # fmt: skip
-    ue = simulate(t, "user-estimate", Machine(2))
-    cv = simulate(t, "clairvoyant", Machine(2))
+    ue = simulate(t, "user-estimate", Cluster(2))
+    cv = simulate(t, "clairvoyant", Cluster(2))
     assert ue.start.tolist() == [0.0, 1000.0, 1100.0]
     assert cv.start.tolist() == [0.0, 1000.0, 2.0]
     assert cv.prediction.tolist() == [1000.0, 100.0, 10.0]
     # A job that overran its request is killed there by both; clairvoyant predicts the request.
     t2 = make_trace(submit=[0.0], run=[500.0], procs=[1], req_time=[300.0])
-    s = simulate(t2, "clairvoyant", Machine(1))
+    s = simulate(t2, "clairvoyant", Cluster(1))
     assert s.prediction[0] == 300.0 and s.killed[0] and s.end[0] == 300.0
 
 
 def test_correction_only_start_lets_the_head_slip() -> None:
     # User estimate (requests exact): shadow 1000, job 2 (5000 s) cannot backfill; job 1 starts
     # at 1000, job 2 at 1100.
-    ue = simulate(_three_jobs([1000.0, 100.0, 5000.0]), "user-estimate", Machine(2))
+    ue = simulate(_three_jobs([1000.0, 100.0, 5000.0]), "user-estimate", Cluster(2))
     assert ue.start.tolist() == [0.0, 1000.0, 1100.0]
     # Simple, every job starting at 10 min: at 540 job 0 is corrected to 4200 s, the head's
     # shadow moves to 4200, job 2 (believed 600 s) is backfilled at 540 and really runs
     # 5000 s (corrected at 1080 and 4680): the head starts only when it ends, at 5540.
-    s = simulate(_three_jobs([1000.0, 100.0, 5000.0]), "simple", Machine(2))
+    s = simulate(_three_jobs([1000.0, 100.0, 5000.0]), "simple", Cluster(2))
     assert s.prediction.tolist() == [600.0, 100.0, 600.0]
     assert s.start.tolist() == [0.0, 5540.0, 540.0]
     assert s.corrections[2] == 2 and s.walltime[2] == 600.0 + 2 * 3600.0

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.metrics import gap_closed
 from grapeshot.jobs.plugin import load_plugin, parse_policies, simulate_plugin
-from grapeshot.jobs.simulate import Machine, Schedule, simulate
+from grapeshot.jobs.simulate import Cluster, Schedule, simulate
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
 from tests.cli.helpers import run_cli
@@ -38,8 +38,8 @@ def _plugin(tmp_path: Path, body: str, name: str = "P") -> str:
 @pytest.mark.parametrize("backfill", ["easy", "conservative", "sjbf"])
 def test_the_example_reproduces_easy_plus_plus_simple_bit_for_bit(backfill: str) -> None:
     trace = lublin_feitelson(1500, cpus=32, load=0.9, users=12, seed=4)
-    built_in = simulate(trace, "easy++-simple", Machine(32), backfill=backfill)
-    plugged = simulate_plugin(trace, load_plugin(EXAMPLE), Machine(32), backfill=backfill)
+    built_in = simulate(trace, "easy++-simple", Cluster(32), backfill=backfill)
+    plugged = simulate_plugin(trace, load_plugin(EXAMPLE), Cluster(32), backfill=backfill)
     assert plugged.corrections.sum() > 0 and built_in.killed.sum() == 0
     assert _same(built_in, plugged)
 
@@ -52,8 +52,8 @@ def test_a_constant_plugin_is_the_simple_policy(tmp_path: Path, seed: int) -> No
         "    def correct(self, job, elapsed, limit):\n        return limit + 3600.0\n"
     ))  # fmt: skip
     trace = _random_trace(seed)
-    assert _same(simulate(trace, "simple", Machine(8)), simulate_plugin(trace, load_plugin(spec),
-                                                                        Machine(8)))  # fmt: skip
+    assert _same(simulate(trace, "simple", Cluster(8)), simulate_plugin(trace, load_plugin(spec),
+                                                                        Cluster(8)))  # fmt: skip
 
 
 def test_history_holds_only_jobs_completed_before_the_arrival(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_history_holds_only_jobs_completed_before_the_arrival(tmp_path: Path) ->
     ))  # fmt: skip
     plugin = load_plugin(spec)
     trace = _random_trace(1)
-    s = simulate_plugin(trace, plugin, Machine(8))
+    s = simulate_plugin(trace, plugin, Cluster(8))
     seen = sys.modules[plugin.cls.__module__].SEEN
     assert [x[0] for x in seen] == list(range(len(trace)))  # once per job, in order
     for _, submit, count, last_end, done in seen:
@@ -76,7 +76,7 @@ def test_history_holds_only_jobs_completed_before_the_arrival(tmp_path: Path) ->
         # every job that ended by then is in (ends at the same instant come first)
         assert set(done) == set(np.flatnonzero(s.end <= submit).tolist())
     # No correction and kill at the request: the user-estimate policy.
-    assert plugin.kill == "request" and _same(s, simulate(trace, "user-estimate", Machine(8)))
+    assert plugin.kill == "request" and _same(s, simulate(trace, "user-estimate", Cluster(8)))
 
 
 def test_a_correction_that_does_not_grow_kills_at_the_walltime(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_a_correction_that_does_not_grow_kills_at_the_walltime(tmp_path: Path) -
         "        return limit + 400.0 if limit < 500 else limit\n"
     ))  # fmt: skip
     t = make_trace(submit=[0.0], run=[2000.0], procs=[1], req_time=[5000.0])
-    s = simulate_plugin(t, load_plugin(spec), Machine(1))
+    s = simulate_plugin(t, load_plugin(spec), Cluster(1))
     # 100 -> 500 at 40 s; at 440 s correct() answers 500: no growth, killed at 500 s.
     assert s.corrections.tolist() == [1] and s.walltime.tolist() == [500.0]
     assert s.killed.tolist() == [True] and s.end.tolist() == [500.0]
@@ -119,7 +119,7 @@ def test_a_broken_plugin_is_one_line_naming_it_and_the_job(
     t = make_trace(submit=[0.0], run=[50_000.0], procs=[1], req_time=[100_000.0])
     t.columns["job_id"][:] = 7
     with pytest.raises(InputError) as err:
-        simulate_plugin(t, load_plugin(spec), Machine(1))
+        simulate_plugin(t, load_plugin(spec), Cluster(1))
     assert str(err.value).startswith(spec) and message in str(err.value)
 
 
@@ -152,7 +152,7 @@ def test_noop_corrections_by_hand() -> None:
     # predicted 40 s (the request caps the 10 min), corrected at its start, ends within 40 s.
     t = make_trace(submit=[0.0, 1.0, 2.0], run=[600.0, 700.0, 30.0], procs=[1, 1, 1],
                    req_time=[600.0, 3600.0, 40.0])  # fmt: skip
-    s = simulate(t, "simple", Machine(1))
+    s = simulate(t, "simple", Cluster(1))
     assert s.corrections.tolist() == [1, 1, 1]
     assert s.noop_corrections.tolist() == [1, 0, 1]
     assert s.walltime.tolist() == [4200.0, 4200.0, 3640.0]

@@ -9,7 +9,7 @@ import pytest
 
 from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.plugin import load_plugin, simulate_plugin
-from grapeshot.jobs.simulate import Machine, Schedule, simulate
+from grapeshot.jobs.simulate import Cluster, Schedule, simulate
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
 from tests.cli.helpers import run_cli
@@ -34,8 +34,8 @@ def _plugin(tmp_path: Path, body: str, name: str = "P") -> str:
 @pytest.mark.parametrize("backfill", ["easy", "conservative", "sjbf", "fcfs"])
 def test_the_compiled_example_reproduces_easy_plus_plus_simple_bit_for_bit(backfill: str) -> None:
     trace = lublin_feitelson(1500, cpus=32, load=0.9, users=12, seed=4)
-    built_in = simulate(trace, "easy++-simple", Machine(32), backfill=backfill)
-    plugged = simulate_plugin(trace, load_plugin(EXAMPLE), Machine(32), backfill=backfill)
+    built_in = simulate(trace, "easy++-simple", Cluster(32), backfill=backfill)
+    plugged = simulate_plugin(trace, load_plugin(EXAMPLE), Cluster(32), backfill=backfill)
     assert plugged.corrections.sum() > 0 and plugged.policy == "ave2-simple (compiled plug-in)"
     assert _same(built_in, plugged)
 
@@ -62,11 +62,11 @@ def test_history_holds_only_jobs_completed_before_the_arrival(tmp_path: Path) ->
     plugin = load_plugin(spec)
     plugin = type(plugin)(plugin.spec, plugin.name, plugin.kill, Keep)
     trace = _random_trace(1)
-    s = simulate_plugin(trace, plugin, Machine(8))
+    s = simulate_plugin(trace, plugin, Cluster(8))
     count, last_end = seen["state"][0::2], seen["state"][1::2]
     done_by = np.array([np.count_nonzero(s.end <= t) for t in trace.submit])
     assert np.array_equal(count, done_by) and np.all(last_end <= trace.submit)
-    assert plugin.kill == "request" and _same(s, simulate(trace, "user-estimate", Machine(8)))
+    assert plugin.kill == "request" and _same(s, simulate(trace, "user-estimate", Cluster(8)))
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_a_broken_compiled_plugin_is_one_line_naming_it_and_the_job(
     t = make_trace(submit=[0.0], run=[50_000.0], procs=[1], req_time=[100_000.0])
     t.columns["job_id"][:] = 7
     with pytest.raises(InputError) as err:
-        simulate_plugin(t, load_plugin(spec), Machine(1))
+        simulate_plugin(t, load_plugin(spec), Cluster(1))
     assert str(err.value).startswith(spec) and message in str(err.value)
     assert "Traceback" not in capfd.readouterr().err  # nothing escapes the C callback
 
@@ -155,7 +155,7 @@ def test_python_and_compiled_plugins_agree_and_see_the_same_history(
     trace = lublin_feitelson(800, cpus=16, load=1.1, users=7, seed=seed)
     python = load_plugin(py)
     python.cls.SEEN.clear()
-    a = simulate_plugin(trace, python, Machine(16), backfill=backfill)
+    a = simulate_plugin(trace, python, Cluster(16), backfill=backfill)
     kept = {}
 
     class Keep(load_plugin(nb).cls):
@@ -164,7 +164,7 @@ def test_python_and_compiled_plugins_agree_and_see_the_same_history(
             return kept["state"]
 
     compiled = load_plugin(nb)
-    b = simulate_plugin(trace, type(compiled)(nb, "nb", "hard", Keep), Machine(16),
+    b = simulate_plugin(trace, type(compiled)(nb, "nb", "hard", Keep), Cluster(16),
                         backfill=backfill)  # fmt: skip
     assert _same(a, b) and a.killed.any() and a.corrections.sum() > 0
     done_by = [int(np.count_nonzero(a.end <= t)) for t in trace.submit]
@@ -210,7 +210,7 @@ def test_python_and_compiled_plugins_apply_one_correction_rule(tmp_path: Path) -
                        req_time=np.array(cols[2]))  # fmt: skip
     out = [
         simulate_plugin(
-            trace, load_plugin(_plugin(tmp_path, body, name)), Machine(n), max_walltime=10_000.0
+            trace, load_plugin(_plugin(tmp_path, body, name)), Cluster(n), max_walltime=10_000.0
         )
         for name in ("Py", "Nb")
     ]

@@ -15,7 +15,7 @@ from grapeshot.jobs.policies import POLICIES
 from grapeshot.jobs.predict import Predictor
 from grapeshot.jobs.sacct import parse_sacct_text
 from grapeshot.jobs.scheduler import KernelState
-from grapeshot.jobs.simulate import Machine, simulate
+from grapeshot.jobs.simulate import Cluster, simulate
 from grapeshot.jobs.trace import make_trace
 from grapeshot.model.errors import InputError
 from tests.fuzz import fuzz
@@ -67,7 +67,7 @@ def test_generator_is_seeded_and_hits_its_load() -> None:
     assert np.mean(coare.req_time == 168 * 3600) == pytest.approx(0.8, abs=0.01)
 
 
-def _peeks(trace, machine: Machine, pred: Predictor, cuts: list[float]) -> list[str]:
+def _peeks(trace, machine: Cluster, pred: Predictor, cuts: list[float]) -> list[str]:
     """Predictions that depend on what was unknown when they were made (empty: none).
 
     A prediction is made when its job arrives, from the jobs completed by then. At each cut
@@ -102,7 +102,7 @@ def _no_peeking_case() -> tuple:
     trace = lublin_feitelson(800, cpus=32, load=0.9, seed=2)
     pred = Predictor("adaboost", retrain_every=40, min_samples=20, n_estimators=5)
     cuts = [float(trace.submit[k]) for k in (300, 550)]
-    return trace, Machine(32), pred, cuts
+    return trace, Cluster(32), pred, cuts
 
 
 def test_regression_never_peeks_at_the_future() -> None:
@@ -146,7 +146,7 @@ def _peeking_shows_case() -> tuple:
         req_mem=np.where(user2, 4096, 1024),
     )
     pred = Predictor("adaboost", retrain_every=10, min_samples=10, n_estimators=5)
-    return trace, Machine(64), pred, [3000.0]
+    return trace, Cluster(64), pred, [3000.0]
 
 
 def test_no_peeking_check_catches_a_learner_trained_on_running_jobs(monkeypatch) -> None:

@@ -18,7 +18,7 @@ from grapeshot.jobs.plugin import parse_policies
 from grapeshot.jobs.policies import POLICIES
 from grapeshot.jobs.sacct import read_sacct
 from grapeshot.jobs.scheduler import BACKFILL
-from grapeshot.jobs.simulate import Machine
+from grapeshot.jobs.simulate import Cluster
 from grapeshot.jobs.study import check_checkpointable, run_study
 from grapeshot.jobs.swf import SwfRead, read_swf, write_swf
 from grapeshot.model.atomic import check_output_path
@@ -197,7 +197,7 @@ def simulate_command(
         cpus = read.trace.header_int("MaxProcs")
         if cpus is None or cpus < 1:
             raise InputError("--cpus", "not given and the log has no MaxProcs header")
-    machine = Machine(cpus, nodes)
+    machine = Cluster(cpus, nodes)
     with console.status("simulating", spinner="dots") as status:
         study = run_study(
             workload, chosen, machine, backfill=backfill, default_walltime_h=default_walltime,
@@ -313,7 +313,7 @@ def _print_study(
 def generate_command(
     out: Annotated[Path, typer.Option("--out", help="SWF file to write.")],
     jobs: Annotated[int, typer.Option("--jobs", help="Number of jobs.")] = 10000,
-    cpus: Annotated[int, typer.Option("--cpus", help="Machine size, processors.")] = 128,
+    cpus: Annotated[int, typer.Option("--cpus", help="Cluster size, processors.")] = 128,
     load: Annotated[float, typer.Option("--load", help="Offered load.")] = 0.8,
     users: Annotated[int, typer.Option("--users", help="Number of users.")] = 40,
     default_walltime: Annotated[

@@ -72,7 +72,7 @@ from grapeshot.jobs.scheduler import (
     KernelState,
     run_kernel,
 )
-from grapeshot.jobs.simulate import Machine, Schedule, kernel_inputs, schedule_of
+from grapeshot.jobs.simulate import Cluster, Schedule, kernel_inputs, schedule_of
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError, exception_line
 from grapeshot.model.user_code import load_object  # the importlib machinery --app uses too
@@ -257,7 +257,7 @@ def parse_policies(text: str) -> list[Policy | PluginPolicy]:
 def simulate_plugin(
     trace: JobTrace,
     plugin: PluginPolicy,
-    machine: Machine,
+    machine: Cluster,
     *,
     backfill: str = "easy",
     seed: int = 0,

@@ -18,7 +18,7 @@ from grapeshot.model.errors import InputError, check_int
 
 
 @dataclass(frozen=True)
-class Machine:
+class Cluster:
     """A cluster for batch jobs.
 
     Attributes
@@ -88,7 +88,7 @@ class Schedule:
 
     policy: str
     backfill: str
-    machine: Machine
+    machine: Cluster
     submit: np.ndarray
     run: np.ndarray
     procs: np.ndarray
@@ -105,7 +105,7 @@ class Schedule:
     checkpoint: Checkpoint | None = None
 
 
-def check_fits(trace: JobTrace, machine: Machine) -> None:
+def check_fits(trace: JobTrace, machine: Cluster) -> None:
     """Refuse jobs wider than the machine (they could never start), naming the first."""
     too_wide = np.flatnonzero(trace.procs > machine.cpus)
     if len(too_wide):
@@ -121,7 +121,7 @@ def check_fits(trace: JobTrace, machine: Machine) -> None:
 
 
 def kernel_inputs(
-    trace: JobTrace, kill: str, machine: Machine, max_walltime: float
+    trace: JobTrace, kill: str, machine: Cluster, max_walltime: float
 ) -> tuple[KernelState, np.ndarray, np.ndarray]:
     """The kernel state for ``trace`` under a policy's ``kill`` rule (``"request"`` or
     ``"hard"``), the hard limits and the user requests."""
@@ -147,7 +147,7 @@ def kernel_inputs(
 def simulate(
     trace: JobTrace,
     policy: Policy | str,
-    machine: Machine,
+    machine: Cluster,
     *,
     backfill: str = "easy",
     seed: int = 0,
@@ -210,7 +210,7 @@ def schedule_of(
     trace: JobTrace,
     name: str,
     backfill: str,
-    machine: Machine,
+    machine: Cluster,
     checkpoint: Checkpoint | None = None,
 ) -> Schedule:
     """The :class:`Schedule` a finished kernel ``state`` holds for ``trace``."""

@@ -20,7 +20,7 @@ from grapeshot.jobs.metrics import (
 )
 from grapeshot.jobs.plugin import PluginPolicy, simulate_plugin
 from grapeshot.jobs.policies import Policy, get_policy
-from grapeshot.jobs.simulate import Machine, Schedule, simulate
+from grapeshot.jobs.simulate import Cluster, Schedule, simulate
 from grapeshot.jobs.trace import JobTrace
 from grapeshot.model.errors import InputError
 
@@ -71,7 +71,7 @@ class Study:
 def run_study(
     trace: JobTrace,
     policies: Sequence[Policy | PluginPolicy],
-    machine: Machine,
+    machine: Cluster,
     *,
     backfill: str = "easy",
     default_walltime_h: float | None = None,
@@ -187,7 +187,7 @@ def check_checkpointable(policies: Sequence[Policy | PluginPolicy]) -> None:
 
 
 def _simulate(
-    trace: JobTrace, policy: Policy | PluginPolicy, machine: Machine, backfill: str, seed: int
+    trace: JobTrace, policy: Policy | PluginPolicy, machine: Cluster, backfill: str, seed: int
 ) -> Schedule:
     if isinstance(policy, PluginPolicy):
         return simulate_plugin(trace, policy, machine, backfill=backfill, seed=seed)

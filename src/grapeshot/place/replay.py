@@ -25,7 +25,7 @@ from grapeshot.place.dynamic import DynamicStrategy, call_steps
 @dataclass(frozen=True)
 class RebalanceStep:
     """One call of the strategy that moved partitions: at ``step``, ``parts`` partitions of
-    ``bytes`` bytes of state (a real run's are ``grapeshot.runtime.driver.Migration``; an
+    ``bytes`` bytes of state (a real run's are ``grapeshot.runtime.driver.Rebalanced``; an
     app's :class:`grapeshot.model.program.Migration` moves particles, not partitions)."""
 
     step: int

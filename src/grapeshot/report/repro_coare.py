@@ -14,7 +14,7 @@ from grapeshot.jobs.generate import lublin_feitelson
 from grapeshot.jobs.load import YEAR_S, rate_factor
 from grapeshot.jobs.metrics import bsld_upper_bound, reduction
 from grapeshot.jobs.policies import PAPER_POLICIES, POLICIES
-from grapeshot.jobs.simulate import Machine
+from grapeshot.jobs.simulate import Cluster
 from grapeshot.jobs.study import Study, run_study
 from grapeshot.jobs.swf import read_swf
 from grapeshot.model.errors import InputError
@@ -142,7 +142,7 @@ def coare_table5(quick: bool) -> ReproResult:
     policies = [POLICIES[p] for p in PAPER_POLICIES]
     diag = [*policies, POLICIES["clairvoyant"]]
     seth = read_swf(swf_dir() / SETH_FILE).trace
-    machine = Machine(SETH_CPUS)
+    machine = Cluster(SETH_CPUS)
     plain = run_study(seth, diag, machine, seed=0)
     logged = plain.logged
     assert logged is not None  # the Seth log records every job's wait
@@ -156,8 +156,8 @@ def coare_table5(quick: bool) -> ReproResult:
     gen_cpus = 128
     gen = lublin_feitelson(n_gen, cpus=gen_cpus, load=0.75, seed=1, default_walltime_h=168.0,
                            default_share=0.8)  # fmt: skip
-    coare_gen = run_study(gen, diag, Machine(gen_cpus), seed=0)
-    coare_gen_cons = run_study(gen, diag, Machine(gen_cpus), seed=0, backfill="conservative")
+    coare_gen = run_study(gen, diag, Cluster(gen_cpus), seed=0)
+    coare_gen_cons = run_study(gen, diag, Cluster(gen_cpus), seed=0, backfill="conservative")
     consistency = paper_consistency()
 
     rows: list[ReproRow] = []
