@@ -23,3 +23,15 @@ def simulate(**options):
     from grapeshot.sim.request import simulate as run  # numba and the simulator: on first use
 
     return run(**options)
+
+
+def run(**options):
+    """``grapeshot run`` from Python, on every rank of ``MPI.COMM_WORLD`` (start the script
+    with ``mpiexec -n N python -m mpi4py script.py``; ``comm=`` for another communicator):
+    keywords as the command's options (``app=``, ``parts=(16, 16)``, ``steps=``,
+    ``strategy=``, ...), the command line's defaults for the rest. Rank 0 gets the outcome
+    (:class:`grapeshot.runtime.driver.RunOutcome`), the others ``None``. See
+    :mod:`grapeshot.run_request`."""
+    from grapeshot.run_request import run as run_on_ranks  # MPI and numba: on first use
+
+    return run_on_ranks(**options)

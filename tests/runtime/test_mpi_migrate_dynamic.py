@@ -147,8 +147,8 @@ def test_dynamic_strategies_migrate_with_bitwise_equal_fields(serial) -> None:
 
 
 def test_run_options_name_the_strategy_problems() -> None:
-    from grapeshot.cli.run import dynamic_for_run
     from grapeshot.model.errors import InputError
+    from grapeshot.run_request import dynamic_for_run
 
     assert dynamic_for_run("birdshot", 0) is None
     assert dynamic_for_run("reactive", 0, interval=7).interval == 7

@@ -12,9 +12,10 @@ from typing import Annotated
 
 import typer
 
-from grapeshot.cli.options import AppOption, AppsHelp, chosen_app, parse_cells, parse_parts
+from grapeshot.cli.options import AppOption, AppsHelp, chosen_app
 from grapeshot.cli.output import console, emit_json, err_console, warn
 from grapeshot.model.errors import check_int
+from grapeshot.model.option_checks import parse_cells, parse_parts
 
 #: The exit status of a check that found a difference or a failing grid.
 MISMATCH_STATUS = 1
@@ -86,7 +87,7 @@ def check_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     from grapeshot.apps import make_app_program
-    from grapeshot.cli.options import parse_sizes
+    from grapeshot.model.option_checks import parse_sizes
 
     app = chosen_app(app_name, app_option)
     check_int(steps, "--steps")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -62,40 +61,3 @@ class Stages:
 
     def __exit__(self, *exc: object) -> None:
         self._bar.__exit__(None, None, None)
-
-
-def node_share(comm: Any) -> float:
-    """The part of a program spread evenly over ``comm``'s ranks that this node holds:
-    ``L / N`` for ``L`` of the ``N`` ranks on this node (what a memory check weighs)."""
-    from mpi4py import MPI
-
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    on_this_node = node.Get_size()
-    node.Free()
-    return on_this_node / comm.Get_size()
-
-
-def rank_zero_decides(comm: Any, check: Callable[[], None]) -> None:
-    """Run ``check`` on rank 0 of ``comm`` (under ``mpiexec``) and raise its refusal on
-    every rank.
-
-    For checks made before any work (output paths, memory): one rank probes the folders
-    (rank 0 writes the files), every rank takes its verdict, so all stop together, none waits
-    in a collective for a rank that gave up, and the error is printed once (by rank 0).
-
-    Raises
-    ------
-    InputError
-        The one ``check`` raised on rank 0, on every rank.
-    """
-    from grapeshot.model.errors import InputError
-
-    refusal: InputError | None = None
-    if comm.Get_rank() == 0:
-        try:
-            check()
-        except InputError as exc:
-            refusal = exc
-    refusal = comm.bcast(refusal, root=0)
-    if refusal is not None:
-        raise refusal

@@ -16,8 +16,6 @@ from grapeshot.cli.options import (
     IntervalOption,
     ThresholdOption,
     WindowOption,
-    parse_sizes,
-    refuse_dynamic_options,
     show_synthetic_kinds,
 )
 from grapeshot.cli.output import FIGURE_SUFFIXES, Stages, console, emit_json, warn
@@ -25,6 +23,7 @@ from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError
 from grapeshot.model.machine import MAX_RANKS
 from grapeshot.model.machine_file import load_machine
+from grapeshot.model.option_checks import parse_sizes, refuse_dynamic_options
 from grapeshot.model.placement import (
     RANK_SPLIT_BYTES_PER_PARTITION,
     Placement,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,15 +21,11 @@ from grapeshot.cli.options import (
     ThresholdOption,
     WindowOption,
     chosen_app,
-    parse_cells,
-    parse_parts,
-    refuse_dynamic_options,
 )
-from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides, warn
+from grapeshot.cli.output import console, emit_json, warn
 from grapeshot.model.errors import (
     GrapeshotError,
     InputError,
-    check_int,
     exception_line,
     raised_at,
 )
@@ -51,73 +46,6 @@ def run_title(app_name: str, scene: str, summary: dict) -> str:
     )
 
 
-def placed_strategy(placement: Path | None, strategy: str | None, n_parts: int, ranks: int) -> Any:
-    """The ``strategy`` of ``run_program``: a name, or a placement file's fixed node per part.
-
-    Raises
-    ------
-    InputError
-        If both are given, or the file's partitions are not the program's ``n_parts``, or it
-        places on more nodes than there are ``ranks`` (a rank is a node in ``run``).
-    """
-    if placement is None:
-        return strategy or "birdshot"
-    if strategy is not None:
-        raise InputError(
-            "--placement", f"given with --strategy {strategy}", "one of --placement, --strategy"
-        )
-    from grapeshot.model.placement import load_placement
-    from grapeshot.place.static import fixed_strategy
-
-    fixed = load_placement(placement)
-    if fixed.n_parts != n_parts:
-        raise InputError(
-            f"--placement {placement}",
-            f"places {fixed.n_parts} partitions",
-            f"{n_parts}, the program's (--parts, or place --synthetic with the same parts)",
-        )
-    if fixed.nodes != ranks:
-        unit = "ranks" if fixed.per_rank else "nodes"
-        raise InputError(
-            f"--placement {placement}",
-            f"is for {fixed.nodes} {unit}",
-            f"{ranks}, the ranks of this run (mpiexec -n {fixed.nodes}"
-            + (")" if fixed.per_rank else ", one rank per node)"),
-        )
-    return fixed_strategy(fixed.node_of)
-
-
-def dynamic_for_run(strategy: str | None, seed: int, **options: Any) -> Any:
-    """The dynamic strategy ``--strategy`` names (with ``--interval`` ...), or ``None``.
-
-    Raises
-    ------
-    InputError
-        If a dynamic option is given without a dynamic strategy that takes it, or the
-        strategy needs a coarse shadow run (speculative), which ``run``'s apps do not have.
-    """
-    from grapeshot.place.dynamic import (
-        DYNAMIC_STRATEGIES,
-        factory_keywords,
-        make_dynamic_strategy,
-    )
-
-    given = {k: v for k, v in options.items() if v is not None}
-    if strategy not in DYNAMIC_STRATEGIES:
-        refuse_dynamic_options(strategy or "birdshot", given)
-        return None
-    if "seed" in factory_keywords(strategy):
-        given.setdefault("seed", seed)
-    dynamic = make_dynamic_strategy(strategy, **given)
-    if getattr(dynamic, "needs_shadow", False):
-        raise InputError(
-            f"--strategy {strategy}",
-            "needs a coarse shadow run of the app, which sph, swe and wavefront do not have",
-            "grapeshot simulate --trace FLIP.h5 --strategy speculative",
-        )
-    return dynamic
-
-
 def migration_line(m: Any) -> str:
     """One printed line per migration: step, partitions moved, bytes, seconds, per-rank counts."""
 
@@ -131,49 +59,17 @@ def migration_line(m: Any) -> str:
     )
 
 
-def _check_before_work(
-    comm: Any,
-    app_name: str,
-    scene: str | None,
-    part_shape: tuple[int, ...],
-    cell_shape: tuple[int, ...] | None,
-    steps: int,
-    *,
-    given: str,
-    outputs: dict[str, Path | None],
-    serial: bool,
-) -> None:
-    """Refuse, before any rank builds the program, an output path rank 0 cannot write
-    (``--record``, ``--timeline``: rank 0 writes them) or a program too big for this node.
-
-    With ``serial`` (``--executor serial``) rank 0 holds the whole program. Rank 0 decides
-    and every rank takes its verdict, so all ranks stop together (none waits
-    in a collective for a rank that gave up) and the refusal is printed once.
-
-    Raises
-    ------
-    InputError
-        The same one on every rank.
-    """
-    from grapeshot.apps import APPS, default_scene
+def _outputs_check(outputs: dict[str, Path | None]):
+    """The check of the output paths rank 0 writes (``--record``, ``--timeline``,
+    ``--checkpoint``), before any rank builds the program (:func:`prepare_run`'s ``check``)."""
     from grapeshot.model.atomic import check_output_path
-    from grapeshot.model.memory import check_program_memory
-
-    # Each rank holds its share of the partitions; rank 0's node holds its ranks'.
-    share = None if serial else node_share(comm)
 
     def check() -> None:
         for option, path in outputs.items():
             if path is not None:
                 check_output_path(path, option)
-        check_program_memory(
-            app_name,
-            scene or (default_scene(app_name) if app_name in APPS else None),
-            part_shape, cell_shape, steps,
-            where=given, share=share,
-        )  # fmt: skip
 
-    rank_zero_decides(comm, check)
+    return check
 
 
 #: ``grapeshot run --help``.
@@ -354,9 +250,9 @@ def run_command(
     ctx: typer.Context = None,
 ) -> None:
     from grapeshot.runtime.lifeline import lifeline
+    from grapeshot.runtime.run_options import check_timeout
 
-    if not 0 < timeout < float("inf"):
-        raise InputError("--timeout", f"got {timeout}", "seconds > 0")
+    check_timeout(timeout)
     _check_checkpoint_options(checkpoint, checkpoint_every, checkpoint_seconds, restart, record)
     given = _given(ctx)
 
@@ -387,7 +283,8 @@ def run_command(
                     interval=interval, threshold=threshold, window=window, balancer=balancer
                 ),
             )  # fmt: skip
-            program, dynamic, index, steps = setup.program, setup.dynamic, setup.index, setup.steps
+            prepared, index, steps = setup.prepared, setup.index, setup.steps
+            program, dynamic = prepared.program, prepared.dynamic
             n_threads = int(threads)
             migrations: list[dict[str, Any]] = []
 
@@ -411,13 +308,13 @@ def run_command(
                 # From here a signal stops every rank at a step boundary (with a checkpoint).
                 with guard.deferred():
                     outcome = run_program(
-                        program, steps=steps, strategy=setup.chosen, seed=setup.seed, comm=comm,
-                        threads=n_threads, executor=executor, reduction=reduction,
+                        program, steps=steps, strategy=prepared.strategy, seed=setup.seed,
+                        comm=comm, threads=n_threads, executor=executor, reduction=reduction,
                         exchange=exchange, shm=shm, migrate_at=migrate_at, timeout=timeout,
                         on_step=progress, on_migrate=on_migrate, dynamic=dynamic,
                         # A record is what the simulator calibrates on: add the network's
                         # own figures.
-                        probe_network=record is not None, setup_started=setup.started,
+                        probe_network=record is not None, setup_started=prepared.started,
                         restart=index, checkpoint=setup.writer, checkpoint_every=checkpoint_every,
                         checkpoint_seconds=checkpoint_seconds,
                         pending_signal=lambda: guard.pending,
@@ -425,8 +322,8 @@ def run_command(
             if outcome is None:
                 return
             _finish(
-                outcome, program, placement=placement, dynamic=dynamic, migrate_at=migrate_at,
-                migrations=migrations, record=record, timeline=timeline,
+                outcome, prepared, migrate_at=migrate_at, migrations=migrations, record=record,
+                timeline=timeline,
             )  # fmt: skip
         except RunStopped as stop:
             if rank == 0:
@@ -453,19 +350,16 @@ def run_command(
 
 @dataclass(frozen=True)
 class _SetUp:
-    """What every rank built before the run: the program, the dynamic strategy (or
-    ``None``), the placement strategy, ``--restart``'s checkpoint index (or ``None``), the
-    checkpoint writer (or ``None``), the steps of the whole run and the seed (a checkpoint's
-    where restarting), and when building started (``time.perf_counter()``)."""
+    """What every rank built before the run (:class:`~grapeshot.run_request.PreparedRun`:
+    the program, its strategies, when building started), ``--restart``'s checkpoint index
+    (or ``None``), the checkpoint writer (or ``None``), and the steps of the whole run and
+    the seed (a checkpoint's where restarting)."""
 
-    program: Any
-    dynamic: Any
-    chosen: Any
+    prepared: Any
     index: Any
     writer: Any
     steps: int
     seed: int
-    started: float
 
 
 def _set_up(
@@ -475,7 +369,7 @@ def _set_up(
     """Read ``--restart``'s checkpoint, check the options and the ``outputs`` (``{option:
     path or None}``), and build the program and the strategies on every rank (a failure on
     one is every rank's, in one line)."""
-    from grapeshot.apps import make_app_program
+    from grapeshot.run_request import RunRequest, prepare_run
     from grapeshot.runtime.agreement import agreed
 
     index = None
@@ -486,47 +380,27 @@ def _set_up(
         app_name, scene, parts, cells, seed, steps, strategy = _from_checkpoint(
             index, given, app_name, scene, parts, cells, seed, steps, strategy, placement
         )
-    app_name = chosen_app(app_name, app_option)
-    part_shape = parse_parts(parts)
-    cell_shape = parse_cells(cells, len(part_shape))
-    _check_before_work(
-        comm, app_name, scene, part_shape, cell_shape, steps,
-        given=f"--parts {parts}" + ("" if cells is None else f" --cells {cells}"),
-        outputs=outputs, serial=executor == "serial",
+    request = RunRequest(
+        app=chosen_app(app_name, app_option), scene=scene, parts=parts, cells=cells,
+        steps=steps, strategy=strategy, placement=placement, seed=seed, threads=threads,
+        executor=executor, **dynamic_options,
     )  # fmt: skip
-    started = time.perf_counter()
-    # A user's program is sized from one partition against the share this node holds (a
-    # collective: before the ranks build on their own).
-    share = None if executor == "serial" else node_share(comm)
-
-    def build() -> tuple[Any, Any, Any]:
-        program = make_app_program(
-            app_name, scene, part_shape, cell_shape, seed, steps=steps, share=share
-        )
-        check_int(threads, "--threads")
-        dynamic = dynamic_for_run(strategy, seed, **dynamic_options)
-        initial = strategy if dynamic is None else dynamic.initial
-        chosen = placed_strategy(placement, initial, program.n_parts, comm.Get_size())
-        return program, dynamic, chosen
-
-    # Every rank calls the factory: a failure on one ends all of them, in one line.
-    program, dynamic, chosen = agreed(comm, build)
+    prepared = prepare_run(request, comm, check=_outputs_check(outputs))
     writer = _checkpoint_writer(
-        app_name, scene, program, seed, index, outputs["--checkpoint"], comm, steps, strategy
-    )
-    return _SetUp(program, dynamic, chosen, index, writer, steps, seed, started)
+        request.app, scene, prepared.program, seed, index, outputs["--checkpoint"], comm, steps,
+        strategy,
+    )  # fmt: skip
+    return _SetUp(prepared, index, writer, steps, seed)
 
 
-def _finish(outcome, program, *, placement, dynamic, migrate_at, migrations, record, timeline):
+def _finish(outcome, prepared, *, migrate_at, migrations, record, timeline):
     """Rank 0's outcome: the strategy as the user named it, the migrations, and the record
     and the timeline written."""
     from grapeshot.runtime.record import write_run_record, write_timeline
 
-    if placement is not None:
-        outcome.summary["strategy"] = f"placement {placement}"
-    if dynamic is not None:
-        outcome.summary["strategy"] = dynamic.name
-    if migrate_at is not None or dynamic is not None:
+    program = prepared.program
+    outcome.summary["strategy"] = prepared.strategy_name()
+    if migrate_at is not None or prepared.dynamic is not None:
         outcome.summary["migrations"] = migrations
     if record is not None:
         write_run_record(record, program, outcome)

@@ -34,11 +34,12 @@ from rich.table import Table
 
 from grapeshot.apps import APPS, get_app, make_app_program
 from grapeshot.apps.trace_stats import TraceStats, trace_stats
-from grapeshot.cli.options import AppOption, chosen_app, parse_cells, parse_parts
+from grapeshot.cli.options import AppOption, chosen_app
 from grapeshot.cli.output import console, emit_json, err_console, warn
 from grapeshot.model.atomic import check_output_path
 from grapeshot.model.errors import InputError, check_int
 from grapeshot.model.memory import check_program_memory
+from grapeshot.model.option_checks import parse_cells, parse_parts
 from grapeshot.model.program import Program
 from grapeshot.model.workload import UNITS, Workload, partition_bounds, step_noise
 from grapeshot.model.workload_file import save_workload

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from grapeshot.cli.options import parse_cells, parse_parts
 from grapeshot.cli.output import console, emit_json
 from grapeshot.model.atomic import check_output_path
+from grapeshot.model.option_checks import parse_cells, parse_parts
 from grapeshot.model.trace_csv import GRID_CELL_BYTES, GRID_GHOST, import_trace
 
 # The options, one alias each: the command's signature is one line per option.

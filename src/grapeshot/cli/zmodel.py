@@ -9,8 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from grapeshot.cli.output import console, emit_json, node_share, rank_zero_decides, warn
+from grapeshot.cli.output import console, emit_json, warn
 from grapeshot.model.errors import GrapeshotError, InputError, check_int
+from grapeshot.runtime.agreement import node_share, rank_zero_decides
 
 HELP = """Run Beatnik's Z-Model of a Rayleigh-Taylor interface on MPI ranks.
 

@@ -1,4 +1,5 @@
-"""Set-up steps every rank takes on its own, ended together when one fails.
+"""Set-up steps every rank takes on its own, ended together when one fails; checks rank 0
+makes for all; how much of a program this node holds.
 
 Each rank builds its own partitions and plans; one whose user code raises (an
 ``init_block`` that fails on one partition) would leave the others waiting for it in the next
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from grapeshot.model.errors import GrapeshotError
+from grapeshot.model.errors import GrapeshotError, InputError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -44,3 +45,38 @@ def agreed(comm: MPI.Comm, build: Callable[[], T]) -> T:
     if comm.Get_size() == 1 and failure is not None:
         raise failure
     raise RankFailed(f"rank {first}: {failures[first]}")
+
+
+def node_share(comm: MPI.Comm) -> float:
+    """The part of a program spread evenly over ``comm``'s ranks that this node holds:
+    ``L / N`` for ``L`` of the ``N`` ranks on this node (what a memory check weighs)."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    on_this_node = node.Get_size()
+    node.Free()
+    return on_this_node / comm.Get_size()
+
+
+def rank_zero_decides(comm: MPI.Comm, check: Callable[[], None]) -> None:
+    """Run ``check`` on rank 0 of ``comm`` (under ``mpiexec``) and raise its refusal on
+    every rank.
+
+    For checks made before any work (output paths, memory): one rank probes the folders
+    (rank 0 writes the files), every rank takes its verdict, so all stop together, none waits
+    in a collective for a rank that gave up, and the error is printed once (by rank 0).
+
+    Raises
+    ------
+    InputError
+        The one ``check`` raised on rank 0, on every rank.
+    """
+    refusal: InputError | None = None
+    if comm.Get_rank() == 0:
+        try:
+            check()
+        except InputError as exc:
+            refusal = exc
+    refusal = comm.bcast(refusal, root=0)
+    if refusal is not None:
+        raise refusal

@@ -25,17 +25,14 @@ from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.static import get_static_strategy
 from grapeshot.runtime.checkpoint import (
     Boundary,
-    CheckpointIndex,
-    CheckpointWriter,
     RunStopped,
     load_blocks,
 )
 from grapeshot.runtime.executor import run_tasks
 from grapeshot.runtime.reference import run_reference
 from grapeshot.runtime.results import RankResult
+from grapeshot.runtime.run_options import RunOptions
 from grapeshot.runtime.serial import run_serial
-
-EXECUTORS = ("task", "reference", "serial")
 
 
 @dataclass
@@ -83,7 +80,7 @@ class RunOutcome:
 
 
 @dataclass(frozen=True)
-class Migration:
+class Rebalanced:
     """One rebalancing step, as ``on_migrate`` reports it (Charm++'s ``+LBDebug`` in spirit).
 
     Attributes
@@ -118,215 +115,73 @@ def place_on_ranks(program: Program, strategy: str, seed: int, ranks: int, threa
 def run_program(
     program: Program,
     *,
-    steps: int,
-    strategy: str,
-    seed: int,
     comm,
-    threads: int = 1,
-    executor: str = "task",
-    reduction: str = "mpi",
-    migrate_at: int | None = None,
-    timeout: float = 120.0,
-    on_step=None,
-    probe_network: bool = False,
-    on_migrate=None,
-    dynamic=None,
-    exchange: str = "ac",
-    shm: bool = True,
+    on_step: Callable[[int], None] | None = None,
+    on_migrate: Callable[[Rebalanced], None] | None = None,
     setup_started: float | None = None,
-    restart: CheckpointIndex | None = None,
-    checkpoint: CheckpointWriter | None = None,
-    checkpoint_every: int | None = None,
-    checkpoint_seconds: float | None = None,
     pending_signal: Callable[[], int] | None = None,
+    **options: Any,
 ) -> RunOutcome | None:
-    """Run ``program`` for ``steps`` steps on ``comm``'s ranks; rank 0 gets the outcome.
+    """Run ``program`` on ``comm``'s ranks (collective); rank 0 gets the outcome, the others
+    ``None``.
 
     Parameters
     ----------
-    executor
-        ``"task"`` (the task runtime), ``"reference"`` (bulk-synchronous, one partition per
-        rank) or ``"serial"`` (one rank, the reference for results).
-    migrate_at
-        With the task executor: after this many steps, rebalance greedily on the last
-        step's work counts (deterministic) and move the partitions that change rank.
-    probe_network
-        After the run, measure messages of 8 B to 2 MiB between the ranks (for calibrating
-        the simulator; a fraction of a second).
+    program
+        The program, built on every rank alike.
+    comm
+        The ranks' communicator.
+    on_step
+        Called on rank 0 after each step with the step just done (a progress bar).
     on_migrate
-        Called on rank 0 with a :class:`Migration` as soon as partitions have moved.
-    dynamic
-        With the task executor: a :class:`~grapeshot.place.dynamic.DynamicStrategy` (rank
-        0's instance decides). Every ``dynamic.interval`` steps (or at its ``call_steps``)
-        the ranks gather the partitions' work counts of the steps since the last call (the
-        deterministic load: measured seconds differ run to run), rank 0 asks the strategy,
-        broadcasts its proposal, and the partitions that change rank move their state.
-        Exclusive with ``migrate_at``.
-    exchange
-        With the task executor: how migrating particles travel between ranks, ``"ac"`` (the
-        runtime's own post-and-receive) or a schedule of :mod:`grapeshot.exchange`.
-    shm
-        With the task executor: ranks of one node write their grid halo messages straight
-        into each other's inboxes (a shared-memory window); ``False`` sends them all
-        through MPI (:mod:`grapeshot.runtime.mailboxes`).
+        Called on rank 0 with a :class:`Rebalanced` as soon as partitions have moved.
     setup_started
         ``time.perf_counter()`` when the caller began building the program (default: now).
         The summary's ``setup_seconds`` run from it to the first step (program, placement,
         blocks, plans, compilation: what the user waits for before step 0);
         ``gather_seconds`` from the last step to the outcome (fields gathered on rank 0,
         digest).
-    restart
-        With the task executor: go on from this checkpoint (its step and simulated time, its
-        blocks; the partitions placed anew on this run's ranks). ``steps`` is the whole
-        run's: the steps from the checkpoint's to ``steps`` are run.
-    checkpoint, checkpoint_every, checkpoint_seconds
-        With the task executor: write a checkpoint with ``checkpoint`` every this many
-        steps, and/or when this many seconds have passed on rank 0's clock
-        (:mod:`grapeshot.runtime.checkpoint`).
     pending_signal
         ``pending_signal()`` is the signal this rank received and has not acted on (0 for
         none; :meth:`grapeshot.runtime.lifeline.Guard.deferred`). The ranks agree to stop at a
         step boundary, write a checkpoint there with ``checkpoint``, and every rank raises
         :class:`~grapeshot.runtime.checkpoint.RunStopped`.
+    **options
+        The fields of :class:`~grapeshot.runtime.run_options.RunOptions` (``steps``,
+        ``strategy`` and ``seed`` at least), checked before anything runs.
     """
     if setup_started is None:
         setup_started = time.perf_counter()
-    size, rank = comm.Get_size(), comm.Get_rank()
-    from grapeshot.exchange.schedules import ALGORITHMS as EXCHANGES
-
-    if exchange not in EXCHANGES:
-        raise InputError("--exchange", f"got {exchange!r}", f"one of {', '.join(EXCHANGES)}")
-    if executor not in EXECUTORS:
-        raise InputError("--executor", f"got {executor!r}", f"one of {', '.join(EXECUTORS)}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise InputError("--steps", f"got {steps!r}", "an integer >= 1")
-    if migrate_at is not None and (executor != "task" or not 0 < migrate_at < steps):
-        raise InputError(
-            "--migrate-at", f"got {migrate_at}", f"a step in 1..{steps - 1} with --executor task"
-        )
-    if dynamic is not None and (executor != "task" or migrate_at is not None):
-        raise InputError(
-            f"--strategy {dynamic.name}",
-            f"is dynamic; got --executor {executor}"
-            + (" and --migrate-at" if migrate_at is not None else ""),
-            "--executor task without --migrate-at",
-        )
-    first = 0 if restart is None else restart.step
-    pausable = checkpoint is not None or pending_signal is not None
-    if (restart is not None or checkpoint is not None) and executor != "task":
-        option = "--restart" if restart is not None else "--checkpoint"
-        raise InputError(option, f"given with --executor {executor}", "--executor task")
-    if not first < steps:
-        raise InputError(
-            "--steps",
-            f"got {steps}, and the checkpoint is at step {first}",
-            f"the run's total steps, more than {first}",
-        )
-    node_of = None
-    error = None
-    if rank == 0:
-        try:
-            node_of = place_on_ranks(program, strategy, seed, size, threads)
-            if executor == "task" and np.bincount(node_of, minlength=size).min() == 0:
-                raise InputError(
-                    "--parts",
-                    f"gives {program.n_parts} partitions to {size} ranks",
-                    "at least one partition per rank",
-                )
-            if executor == "serial" and size != 1:
-                raise InputError("--executor serial", f"runs on 1 rank; got {size}", None)
-        except InputError as exc:
-            error = exc
-    # The error crosses ranks as data: every rank raises the same InputError, rank 0's
-    # command line prints it once.
-    where = None if error is None else (error.where, error.problem, error.expected)
-    where, node_of = comm.bcast((where, node_of), root=0)
-    if where is not None:
-        raise InputError(*where)
-    migrated_bytes = 0
-    seg_starts = None
-    mover = None
-    boundary = None
-    if executor == "serial":
-        results = [_serial_as_rank(program, steps, on_step)]
-        final_node_of = node_of
-    elif executor == "reference":
-        results = [run_reference(program, steps, comm=comm)]
-        node_of = np.arange(program.n_parts, dtype=np.int32)
-        final_node_of = node_of
-    else:
-        kwargs = dict(
-            comm=comm, threads=threads, reduction=reduction, timeout=timeout, on_step=on_step
-        )
-        kwargs["exchange"] = exchange
-        kwargs["shm"] = shm
-        if restart is not None:
-            kwargs["start"] = (first, restart.time, load_blocks(restart, node_of, comm))
-        if pausable:
-            boundary = Boundary(
-                comm, end=steps, writer=checkpoint, every=checkpoint_every,
-                seconds=checkpoint_seconds, pending=pending_signal or (lambda: 0),
-            )  # fmt: skip
-            kwargs["boundary"] = boundary
-        if dynamic is None and migrate_at is None:
-            results = run_tasks(program, node_of, steps - first, **kwargs)
-            final_node_of = node_of
-        else:
-            # Rebalanced inside the run: the runner re-plans in place at each cut.
-            if dynamic is not None:
-                cuts = call_steps(dynamic, steps)
-                propose = _dynamic_proposal(program, dynamic, comm, threads)
-            else:
-                cuts = [migrate_at]
-                propose = _greedy_proposal(program, comm)
-            mover = _InRun(node_of, comm, on_migrate, propose, report_unchanged=dynamic is None)
-            results = run_tasks(
-                program, node_of, steps - first, cuts=cuts, rebalance=mover, **kwargs
-            )
-            final_node_of, migrated_bytes = mover.current, mover.migrated
-        # Segments end at rebalances and checkpoints: each starts where the one before ended.
-        lengths = [len(next(iter(r.work.values()), [])) for r in results]
-        seg_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
-        if boundary is not None and boundary.stopped is not None:
-            raise RunStopped(*boundary.stopped, checkpoint and checkpoint.path)
+    run = RunOptions(**options)
+    node_of = _agreed_placement(program, run, comm)
+    done = _execute(program, run, node_of, comm, on_step, on_migrate, pending_signal)
     from mpi4py.util import pkl5  # here: importing mpi4py.MPI starts MPI
 
-    last = len(results) - 1
+    last = len(done.results) - 1
     # pkl5: the task records' arrays travel out of band, not copied into a pickle (half the
     # gathering's time at a hundred thousand tasks a rank).
     gathered = pkl5.Intracomm(comm).gather(
-        [_portable(program, r, outputs=i == last) for i, r in enumerate(results)], root=0
+        [_portable(program, r, outputs=i == last) for i, r in enumerate(done.results)], root=0
     )
     # Each rank timed its own part of every call (gather, decide, move): the rest of the time
     # between its segments is its re-plan.
+    mover = done.mover
     call_seconds = None if mover is None else comm.gather([c[3] for c in mover.calls], root=0)
     network = None
-    if probe_network and size > 1:
+    if run.probe_network and comm.Get_size() > 1:
         from grapeshot.runtime.probe import ping_pong
 
         sizes, seconds = ping_pong(comm)
         network = {"bytes": sizes, "seconds": seconds}
-    if rank != 0:
+    if comm.Get_rank() != 0:
         return None
-    outcome = _outcome(
-        program,
-        gathered,
-        node_of,
-        final_node_of,
-        steps - first,
-        strategy,
-        seed,
-        executor,
-        threads,
-        reduction,
-        migrated_bytes,
-        seg_starts,
-    )
+    outcome = _outcome(program, gathered, done, run)
     outcome.network = network
-    if restart is not None:
-        outcome.summary["first_step"] = first
-        outcome.summary["restart"] = str(restart.path)
-    if boundary is not None and checkpoint is not None:
+    if run.restart is not None:
+        outcome.summary["first_step"] = run.first
+        outcome.summary["restart"] = str(run.restart.path)
+    boundary = done.boundary
+    if boundary is not None and run.checkpoint is not None:
         outcome.summary["checkpoints"] = [{"step": s, "seconds": t} for s, t in boundary.written]
         # Between segments, the checkpoints took their time (every rank at once): the rest
         # is rebalancing.
@@ -336,16 +191,108 @@ def run_program(
         ]
     if mover is not None:
         outcome.rebalances = _rebalances(
-            mover.calls, call_seconds, gathered, program.n_parts, [first + s for s in seg_starts]
+            mover.calls,
+            call_seconds,
+            gathered,
+            program.n_parts,
+            [run.first + s for s in done.seg_starts],
         )
-        if dynamic is not None:
-            outcome.summary["dynamic"] = _dynamic_parameters(dynamic)
+        if run.dynamic is not None:
+            outcome.summary["dynamic"] = _dynamic_parameters(run.dynamic)
     first, last = gathered[0][0], gathered[0][-1]
     outcome.summary["setup_seconds"] = max(0.0, first["started"] - setup_started)
     outcome.summary["gather_seconds"] = max(
         0.0, time.perf_counter() - (last["started"] + last["wall"])
     )
     return outcome
+
+
+def _agreed_placement(program: Program, run: RunOptions, comm) -> np.ndarray:
+    """Rank 0's placement of the partitions on ``comm``'s ranks, on every rank; a refusal
+    (a strategy's, too few partitions) is every rank's ``InputError``."""
+    size = comm.Get_size()
+    node_of = None
+    error = None
+    if comm.Get_rank() == 0:
+        try:
+            node_of = place_on_ranks(program, run.strategy, run.seed, size, run.threads)
+            if run.executor == "task" and np.bincount(node_of, minlength=size).min() == 0:
+                raise InputError(
+                    "--parts",
+                    f"gives {program.n_parts} partitions to {size} ranks",
+                    "at least one partition per rank",
+                )
+            if run.executor == "serial" and size != 1:
+                raise InputError("--executor serial", f"runs on 1 rank; got {size}", None)
+        except InputError as exc:
+            error = exc
+    # The error crosses ranks as data: every rank raises the same InputError, rank 0's
+    # command line prints it once.
+    where = None if error is None else (error.where, error.problem, error.expected)
+    where, node_of = comm.bcast((where, node_of), root=0)
+    if where is not None:
+        raise InputError(*where)
+    return node_of
+
+
+@dataclass
+class _Executed:
+    """What a rank's executor leaves: its results (one per segment), the placements at the
+    start and the end, what moved, the segments' first steps (from the run's first), and
+    the rebalancer and step boundary that ran (``None`` if none)."""
+
+    results: list[RankResult]
+    node_of: np.ndarray
+    final_node_of: np.ndarray
+    migrated_bytes: int = 0
+    seg_starts: list[int] | None = None
+    mover: _InRun | None = None
+    boundary: Boundary | None = None
+
+
+def _execute(
+    program: Program, run: RunOptions, node_of, comm, on_step, on_migrate, pending_signal
+) -> _Executed:
+    """This rank's part of the run, by ``run.executor`` (collective)."""
+    if run.executor == "serial":
+        return _Executed([_serial_as_rank(program, run.steps, on_step)], node_of, node_of)
+    if run.executor == "reference":
+        everyone = np.arange(program.n_parts, dtype=np.int32)
+        return _Executed([run_reference(program, run.steps, comm=comm)], everyone, everyone)
+    kwargs: dict[str, Any] = dict(
+        comm=comm, threads=run.threads, reduction=run.reduction, timeout=run.timeout,
+        on_step=on_step, exchange=run.exchange, shm=run.shm,
+    )  # fmt: skip
+    if run.restart is not None:
+        kwargs["start"] = (run.first, run.restart.time, load_blocks(run.restart, node_of, comm))
+    boundary = None
+    if run.checkpoint is not None or pending_signal is not None:
+        boundary = Boundary(
+            comm, end=run.steps, writer=run.checkpoint, every=run.checkpoint_every,
+            seconds=run.checkpoint_seconds, pending=pending_signal or (lambda: 0),
+        )  # fmt: skip
+        kwargs["boundary"] = boundary
+    steps = run.steps - run.first
+    done = _Executed([], node_of, node_of, boundary=boundary)
+    if not run.rebalanced:
+        done.results = run_tasks(program, node_of, steps, **kwargs)
+    else:
+        # Rebalanced inside the run: the runner re-plans in place at each cut.
+        if run.dynamic is not None:
+            cuts = call_steps(run.dynamic, run.steps)
+            propose = _dynamic_proposal(program, run.dynamic, comm, run.threads)
+        else:
+            cuts = [run.migrate_at]
+            propose = _greedy_proposal(program, comm)
+        mover = _InRun(node_of, comm, on_migrate, propose, report_unchanged=run.dynamic is None)
+        done.results = run_tasks(program, node_of, steps, cuts=cuts, rebalance=mover, **kwargs)
+        done.mover, done.final_node_of, done.migrated_bytes = mover, mover.current, mover.migrated
+    # Segments end at rebalances and checkpoints: each starts where the one before ended.
+    lengths = [len(next(iter(r.work.values()), [])) for r in done.results]
+    done.seg_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+    if boundary is not None and boundary.stopped is not None:
+        raise RunStopped(*boundary.stopped, run.checkpoint and run.checkpoint.path)
+    return done
 
 
 def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
@@ -418,7 +365,7 @@ class _InRun:
         if self.comm.Get_rank() == 0 and self.on_migrate is not None:
             if not unchanged or self.report_unchanged:
                 self.on_migrate(
-                    Migration(
+                    Rebalanced(
                         step=step,
                         parts_moved=parts_moved,
                         bytes=int(moved),
@@ -675,20 +622,10 @@ def _portable(program: Program, r: RankResult, outputs: bool = True) -> dict[str
     }
 
 
-def _outcome(
-    program,
-    gathered,
-    node_of,
-    final_node_of,
-    steps,
-    strategy,
-    seed,
-    executor,
-    threads,
-    reduction,
-    migrated_bytes,
-    seg_starts=None,
-) -> RunOutcome:
+def _outcome(program: Program, gathered, done: _Executed, run: RunOptions) -> RunOutcome:
+    """Rank 0's outcome from every rank's ``gathered`` segments (:func:`_portable`)."""
+    node_of, final_node_of, seg_starts = done.node_of, done.final_node_of, done.seg_starts
+    steps, executor, threads = run.steps - run.first, run.executor, run.threads
     ranks = len(gathered)
     n = program.n_parts
     segments = len(gathered[0])
@@ -738,8 +675,8 @@ def _outcome(
         "app": program.name,
         "scene": program.scene,
         "ranks": ranks,
-        "strategy": strategy if executor != "reference" else "one-per-rank",
-        "seed": seed,
+        "strategy": run.strategy if executor != "reference" else "one-per-rank",
+        "seed": run.seed,
         "executor": executor,
         "threads": threads if executor == "task" else 1,
         "parts": n,
@@ -747,7 +684,7 @@ def _outcome(
         "phases": len(program.phases),
         "exchanges": sum(phase.exchange is not None for phase in program.phases),
         "ppc": n / (ranks * (threads if executor == "task" else 1)),
-        "reduction": reduction if executor == "task" else "mpi",
+        "reduction": run.reduction if executor == "task" else "mpi",
         "wall_time": float(elapsed.max()),
         # Per rank, the seconds between its segments: rebalancing (in the wall time and idle).
         "rebalance_seconds": np.maximum(elapsed - walls, 0.0).tolist(),
@@ -755,7 +692,7 @@ def _outcome(
         "idle": idle.tolist(),
         "bytes_sent": int(sum(g[s]["bytes_sent"] for g in gathered for s in range(segments))),
         "messages": int(sum(g[s]["messages"] for g in gathered for s in range(segments))),
-        "bytes_migrated": int(migrated_bytes),
+        "bytes_migrated": int(done.migrated_bytes),
         "reduce_seconds": [
             float(sum(g[s]["reduce_seconds"] for s in range(segments))) for g in gathered
         ],

@@ -1,0 +1,140 @@
+"""How :func:`grapeshot.runtime.driver.run_program` runs a program: one record of its options,
+checked once.
+
+The fields are ``grapeshot run``'s options that are not the program's own (the program is
+built before: its app, scene, parts and cells); the defaults are the command line's. Every
+refusal is an :class:`~grapeshot.model.errors.InputError` naming the option, raised on every
+rank alike (the checks read nothing rank-specific).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from grapeshot.model.errors import InputError
+
+if TYPE_CHECKING:
+    from grapeshot.runtime.checkpoint import CheckpointIndex, CheckpointWriter
+
+#: The executors: the task runtime, the bulk-synchronous reference (one partition per rank),
+#: the serial reference for results (one rank).
+EXECUTORS = ("task", "reference", "serial")
+
+
+def check_timeout(timeout: float) -> None:
+    """Refuse a ``--timeout`` that is not a positive, finite number of seconds."""
+    if not 0 < timeout < float("inf"):
+        raise InputError("--timeout", f"got {timeout}", "seconds > 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """The options of one run (``grapeshot run``'s, ``--migrate-at`` is ``migrate_at``).
+
+    Attributes
+    ----------
+    steps
+        The run's total steps (from a checkpoint: to this step).
+    strategy, seed
+        The static strategy placing the partitions on the ranks, and its seed.
+    threads
+        Threads a rank runs tasks on.
+    executor
+        One of :data:`EXECUTORS`.
+    reduction
+        How the ranks reduce a phase's values: ``"mpi"``, ``"linear"`` or ``"binomial"``.
+    migrate_at
+        With the task executor: after this many steps, rebalance greedily on the last
+        step's work counts (deterministic) and move the partitions that change rank.
+    timeout
+        Seconds without progress after which every rank stops, saying what it waited for.
+    probe_network
+        After the run, measure messages of 8 B to 2 MiB between the ranks (for calibrating
+        the simulator; a fraction of a second).
+    dynamic
+        With the task executor: a :class:`~grapeshot.place.dynamic.DynamicStrategy` (rank
+        0's instance decides). Every ``dynamic.interval`` steps (or at its ``call_steps``)
+        the ranks gather the partitions' work counts of the steps since the last call (the
+        deterministic load: measured seconds differ run to run), rank 0 asks the strategy,
+        broadcasts its proposal, and the partitions that change rank move their state.
+        Exclusive with ``migrate_at``.
+    exchange
+        With the task executor: how migrating particles travel between ranks, ``"ac"`` (the
+        runtime's own post-and-receive) or a schedule of :mod:`grapeshot.exchange`.
+    shm
+        With the task executor: ranks of one node write their grid halo messages straight
+        into each other's inboxes (a shared-memory window); ``False`` sends them all
+        through MPI (:mod:`grapeshot.runtime.mailboxes`).
+    restart
+        With the task executor: go on from this checkpoint (its step and simulated time, its
+        blocks; the partitions placed anew on this run's ranks). ``steps`` is the whole
+        run's: the steps from the checkpoint's to ``steps`` are run.
+    checkpoint, checkpoint_every, checkpoint_seconds
+        With the task executor: write a checkpoint with ``checkpoint`` every this many
+        steps, and/or when this many seconds have passed on rank 0's clock
+        (:mod:`grapeshot.runtime.checkpoint`).
+    """
+
+    steps: int
+    strategy: str
+    seed: int
+    threads: int = 1
+    executor: str = "task"
+    reduction: str = "mpi"
+    migrate_at: int | None = None
+    timeout: float = 120.0
+    probe_network: bool = False
+    dynamic: Any = None
+    exchange: str = "ac"
+    shm: bool = True
+    restart: CheckpointIndex | None = None
+    checkpoint: CheckpointWriter | None = None
+    checkpoint_every: int | None = None
+    checkpoint_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        from grapeshot.exchange.schedules import ALGORITHMS as EXCHANGES
+
+        steps, executor, migrate_at = self.steps, self.executor, self.migrate_at
+        check_timeout(self.timeout)
+        if self.exchange not in EXCHANGES:
+            raise InputError(
+                "--exchange", f"got {self.exchange!r}", f"one of {', '.join(EXCHANGES)}"
+            )
+        if executor not in EXECUTORS:
+            raise InputError("--executor", f"got {executor!r}", f"one of {', '.join(EXECUTORS)}")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InputError("--steps", f"got {steps!r}", "an integer >= 1")
+        if migrate_at is not None and (executor != "task" or not 0 < migrate_at < steps):
+            raise InputError(
+                "--migrate-at",
+                f"got {migrate_at}",
+                f"a step in 1..{steps - 1} with --executor task",
+            )
+        if self.dynamic is not None and (executor != "task" or migrate_at is not None):
+            raise InputError(
+                f"--strategy {self.dynamic.name}",
+                f"is dynamic; got --executor {executor}"
+                + (" and --migrate-at" if migrate_at is not None else ""),
+                "--executor task without --migrate-at",
+            )
+        if (self.restart is not None or self.checkpoint is not None) and executor != "task":
+            option = "--restart" if self.restart is not None else "--checkpoint"
+            raise InputError(option, f"given with --executor {executor}", "--executor task")
+        if not self.first < steps:
+            raise InputError(
+                "--steps",
+                f"got {steps}, and the checkpoint is at step {self.first}",
+                f"the run's total steps, more than {self.first}",
+            )
+
+    @property
+    def first(self) -> int:
+        """The step the run starts at: the checkpoint's, else 0."""
+        return 0 if self.restart is None else self.restart.step
+
+    @property
+    def rebalanced(self) -> bool:
+        """Whether partitions may move during the run (a dynamic strategy, ``migrate_at``)."""
+        return self.dynamic is not None or self.migrate_at is not None
