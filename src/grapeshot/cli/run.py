@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -254,6 +255,14 @@ def run_command(
 
     check_timeout(timeout)
     _check_checkpoint_options(checkpoint, checkpoint_every, checkpoint_seconds, restart, record)
+    # RunRequest's fields (but the app: APP or --app, or the checkpoint's).
+    options = dict(
+        scene=scene, parts=parts, cells=cells, steps=steps, strategy=strategy, interval=interval,
+        threshold=threshold, balancer=balancer, window=window, placement=placement, seed=seed,
+        threads=threads, executor=executor, reduction=reduction, exchange=exchange, shm=shm,
+        migrate_at=migrate_at, timeout=timeout,
+    )  # fmt: skip
+    files = {"--record": record, "--timeline": timeline, "--checkpoint": checkpoint}
     given = _given(ctx)
 
     # Ctrl-C, SIGTERM or a dead launcher ends every rank at once, start-up included.
@@ -266,141 +275,140 @@ def run_command(
         with guard.uncaught():
             from mpi4py import MPI
 
-        from grapeshot.runtime.checkpoint import RunStopped
-        from grapeshot.runtime.watch import abort_run
-
         comm = MPI.COMM_WORLD
-        rank = comm.Get_rank()
-        try:
-            from grapeshot.runtime.driver import run_program
-
+        with _ended_together(comm, options):
             setup = _set_up(
-                comm, given=given, restart=restart, app_name=app_name, app_option=app_option,
-                scene=scene, parts=parts, cells=cells, seed=seed, steps=steps,
-                strategy=strategy, placement=placement, executor=executor, threads=threads,
-                outputs={"--record": record, "--timeline": timeline, "--checkpoint": checkpoint},
-                dynamic_options=dict(
-                    interval=interval, threshold=threshold, window=window, balancer=balancer
-                ),
+                comm, given=given, restart=restart, app=(app_name, app_option), options=options,
+                outputs=files,
             )  # fmt: skip
-            prepared, index, steps = setup.prepared, setup.index, setup.steps
-            program, dynamic = prepared.program, prepared.dynamic
-            n_threads = int(threads)
-            migrations: list[dict[str, Any]] = []
-
-            def on_migrate(m: Any) -> None:
-                keys = ("step", "parts_moved", "bytes", "seconds")
-                migrations.append({k: getattr(m, k) for k in keys})
-                if not as_json:
-                    line = migration_line(m)
-                    bar.console.print(line, highlight=False, markup=False, soft_wrap=True)
-
-            with Progress(
-                console=console,
-                transient=True,
-                disable=rank != 0 or as_json or not console.is_terminal,
-            ) as bar:
-                first = 0 if index is None else index.step
-                task = bar.add_task(f"{program.name} {program.scene}", total=steps)
-                bar.update(task, completed=first)
-                progress = (lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None
-                starting.close()
-                # From here a signal stops every rank at a step boundary (with a checkpoint).
-                with guard.deferred():
-                    outcome = run_program(
-                        program, steps=steps, strategy=prepared.strategy, seed=setup.seed,
-                        comm=comm, threads=n_threads, executor=executor, reduction=reduction,
-                        exchange=exchange, shm=shm, migrate_at=migrate_at, timeout=timeout,
-                        on_step=progress, on_migrate=on_migrate, dynamic=dynamic,
-                        # A record is what the simulator calibrates on: add the network's
-                        # own figures.
-                        probe_network=record is not None, setup_started=prepared.started,
-                        restart=index, checkpoint=setup.writer, checkpoint_every=checkpoint_every,
-                        checkpoint_seconds=checkpoint_seconds,
-                        pending_signal=lambda: guard.pending,
-                    )  # fmt: skip
+            outcome, migrations = _steps(
+                comm, setup, guard, starting, as_json=as_json, record=record,
+                checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
+            )  # fmt: skip
             if outcome is None:
                 return
-            _finish(
-                outcome, prepared, migrate_at=migrate_at, migrations=migrations, record=record,
-                timeline=timeline,
-            )  # fmt: skip
-        except RunStopped as stop:
-            if rank == 0:
-                sys.stderr.write(stopped_line(stop, steps, comm.Get_size()) + "\n")
-            raise typer.Exit(128 + stop.signal) from None
-        except GrapeshotError as exc:
-            if rank == 0:
-                sys.stderr.write(f"grapeshot: error: {exc}\n")
-            raise typer.Exit(2) from None
-        except Exception as exc:
-            if comm.Get_size() == 1:
-                raise
-            # Raised on this rank alone, where the others may be waiting for it in a
-            # collective: end them all, with one line (not a traceback per rank).
-            at = raised_at(exc)
-            abort_run(comm, f"rank {rank}: {exception_line(exc)}" + (f" ({at})" if at else ""))
+            _finish(outcome, setup.prepared, migrations, record=record, timeline=timeline)
         summary = outcome.summary
         _warn_compiled(summary)
         if as_json:
             emit_json(summary)
             return
-        _print_run(program, summary, record, timeline)
+        _print_run(setup.prepared.program, summary, record, timeline)
+
+
+@contextlib.contextmanager
+def _ended_together(comm, options: dict[str, Any]) -> Iterator[None]:
+    """Every rank ends a run the same way: stopped by a signal (its exit status, 128 + the
+    signal, with a line saying where of ``options["steps"]``: a checkpoint's total where
+    restarting), refused (status 2, rank 0 prints the line), or with an error raised on this
+    rank alone, where the others may be waiting for it in a collective (every rank ended, one
+    line rather than a traceback per rank)."""
+    from grapeshot.runtime.checkpoint import RunStopped
+    from grapeshot.runtime.watch import abort_run
+
+    rank = comm.Get_rank()
+    try:
+        yield
+    except RunStopped as stop:
+        if rank == 0:
+            sys.stderr.write(stopped_line(stop, options["steps"], comm.Get_size()) + "\n")
+        raise typer.Exit(128 + stop.signal) from None
+    except GrapeshotError as exc:
+        if rank == 0:
+            sys.stderr.write(f"grapeshot: error: {exc}\n")
+        raise typer.Exit(2) from None
+    except Exception as exc:
+        if comm.Get_size() == 1:
+            raise
+        at = raised_at(exc)
+        abort_run(comm, f"rank {rank}: {exception_line(exc)}" + (f" ({at})" if at else ""))
 
 
 @dataclass(frozen=True)
 class _SetUp:
     """What every rank built before the run (:class:`~grapeshot.run_request.PreparedRun`:
-    the program, its strategies, when building started), ``--restart``'s checkpoint index
-    (or ``None``), the checkpoint writer (or ``None``), and the steps of the whole run and
-    the seed (a checkpoint's where restarting)."""
+    the request, a checkpoint's steps and seed where restarting, the program, its
+    strategies, when building started), ``--restart``'s checkpoint index (or ``None``) and
+    the checkpoint writer (or ``None``)."""
 
     prepared: Any
     index: Any
     writer: Any
-    steps: int
-    seed: int
 
 
-def _set_up(
-    comm, *, given, restart, app_name, app_option, scene, parts, cells, seed, steps, strategy,
-    placement, executor, threads, outputs, dynamic_options,
-) -> _SetUp:  # fmt: skip
-    """Read ``--restart``'s checkpoint, check the options and the ``outputs`` (``{option:
+def _set_up(comm, *, given, restart, app, options, outputs) -> _SetUp:
+    """Read ``--restart``'s checkpoint, check the options (``app``: APP and --app; ``options``:
+    :class:`~grapeshot.run_request.RunRequest`'s other fields) and the ``outputs`` (``{option:
     path or None}``), and build the program and the strategies on every rank (a failure on
     one is every rank's, in one line)."""
     from grapeshot.run_request import RunRequest, prepare_run
     from grapeshot.runtime.agreement import agreed
 
+    app_name, app_option = app
     index = None
     if restart is not None:
         from grapeshot.model.checkpoint_file import read_index
 
         index = agreed(comm, lambda: read_index(restart))
-        app_name, scene, parts, cells, seed, steps, strategy = _from_checkpoint(
-            index, given, app_name, scene, parts, cells, seed, steps, strategy, placement
-        )
-    request = RunRequest(
-        app=chosen_app(app_name, app_option), scene=scene, parts=parts, cells=cells,
-        steps=steps, strategy=strategy, placement=placement, seed=seed, threads=threads,
-        executor=executor, **dynamic_options,
-    )  # fmt: skip
+        app_name = _from_checkpoint(index, given, app_name, options)
+    request = RunRequest(app=chosen_app(app_name, app_option), **options)
     prepared = prepare_run(request, comm, check=_outputs_check(outputs))
     writer = _checkpoint_writer(
-        request.app, scene, prepared.program, seed, index, outputs["--checkpoint"], comm, steps,
-        strategy,
+        request.app, request.scene, prepared.program, request.seed, index,
+        outputs["--checkpoint"], comm, request.steps, request.strategy,
     )  # fmt: skip
-    return _SetUp(prepared, index, writer, steps, seed)
+    return _SetUp(prepared, index, writer)
 
 
-def _finish(outcome, prepared, *, migrate_at, migrations, record, timeline):
+def _steps(
+    comm, setup: _SetUp, guard, starting, *, as_json, record, checkpoint_every, checkpoint_seconds
+):
+    """Every rank's steps, with a progress bar on rank 0's terminal and each rebalance a
+    line; ``(rank 0's outcome or None, the migrations)``. ``starting`` (the start's deadline)
+    closes before the first step; from then a signal stops every rank at a step boundary."""
+    from grapeshot.runtime.driver import run_program
+
+    prepared, index, rank = setup.prepared, setup.index, comm.Get_rank()
+    request, program = prepared.request, prepared.program
+    migrations: list[dict[str, Any]] = []
+
+    def on_migrate(m: Any) -> None:
+        keys = ("step", "parts_moved", "bytes", "seconds")
+        migrations.append({k: getattr(m, k) for k in keys})
+        if not as_json:
+            line = migration_line(m)
+            bar.console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+    with Progress(
+        console=console, transient=True, disable=rank != 0 or as_json or not console.is_terminal
+    ) as bar:
+        task = bar.add_task(f"{program.name} {program.scene}", total=request.steps)
+        bar.update(task, completed=0 if index is None else index.step)
+        progress = (lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None
+        starting.close()
+        with guard.deferred():
+            outcome = run_program(
+                program, comm=comm, steps=request.steps, strategy=prepared.strategy,
+                seed=request.seed, threads=int(request.threads), executor=request.executor,
+                reduction=request.reduction, exchange=request.exchange, shm=request.shm,
+                migrate_at=request.migrate_at, timeout=request.timeout, dynamic=prepared.dynamic,
+                on_step=progress, on_migrate=on_migrate, setup_started=prepared.started,
+                # A record is what the simulator calibrates on: add the network's figures.
+                probe_network=record is not None, restart=index, checkpoint=setup.writer,
+                checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
+                pending_signal=lambda: guard.pending,
+            )  # fmt: skip
+    return outcome, migrations
+
+
+def _finish(outcome, prepared, migrations, *, record, timeline):
     """Rank 0's outcome: the strategy as the user named it, the migrations, and the record
     and the timeline written."""
     from grapeshot.runtime.record import write_run_record, write_timeline
 
     program = prepared.program
     outcome.summary["strategy"] = prepared.strategy_name()
-    if migrate_at is not None or prepared.dynamic is not None:
+    if prepared.request.migrate_at is not None or prepared.dynamic is not None:
         outcome.summary["migrations"] = migrations
     if record is not None:
         write_run_record(record, program, outcome)
@@ -433,20 +441,25 @@ def _checkpoint_writer(app_name, scene, program, seed, index, checkpoint, comm, 
     return writer
 
 
-def _from_checkpoint(index, given, app_name, scene, parts, cells, seed, steps, strategy, placement):
-    """``--restart``: what the command line did not give, from the checkpoint ``index``:
-    ``(app, scene, parts, cells, seed, steps, strategy)``."""
+def _from_checkpoint(index, given, app_name, options: dict[str, Any]) -> str | None:
+    """``--restart``: what the command line did not give, from the checkpoint ``index``: the
+    app returned, scene, parts, cells, seed, steps and strategy set in ``options``."""
     saved = index.identity
     if "APP" not in given and "--app" not in given:
         app_name = saved["source"]
-    scene = scene if "--scene" in given else saved["scene_option"]
-    parts = parts if "--parts" in given else ",".join(map(str, saved["parts"]))
-    cells = cells if "--cells" in given else ",".join(map(str, saved["cells"]))
-    seed = seed if "--seed" in given else int(saved["seed"])
-    steps = steps if "--steps" in given else index.total_steps
-    if "--strategy" not in given and placement is None:
-        strategy = index.strategy
-    return app_name, scene, parts, cells, seed, steps, strategy
+    fill = {
+        "--scene": ("scene", saved["scene_option"]),
+        "--parts": ("parts", ",".join(map(str, saved["parts"]))),
+        "--cells": ("cells", ",".join(map(str, saved["cells"]))),
+        "--seed": ("seed", int(saved["seed"])),
+        "--steps": ("steps", index.total_steps),
+    }
+    for option, (key, value) in fill.items():
+        if option not in given:
+            options[key] = value
+    if "--strategy" not in given and options["placement"] is None:
+        options["strategy"] = index.strategy
+    return app_name
 
 
 def _print_run(program, summary: dict, record, timeline) -> None:
