@@ -104,6 +104,17 @@ class PreparedRun:
     strategy: Any
     started: float
 
+    def options(self) -> dict[str, Any]:
+        """:func:`~grapeshot.runtime.driver.run_program`'s options (the fields of
+        :class:`~grapeshot.runtime.run_options.RunOptions`) from the request and what was
+        built for it."""
+        r = self.request
+        return dict(
+            steps=r.steps, strategy=self.strategy, seed=r.seed, threads=int(r.threads),
+            executor=r.executor, reduction=r.reduction, exchange=r.exchange, shm=r.shm,
+            migrate_at=r.migrate_at, timeout=r.timeout, dynamic=self.dynamic,
+        )  # fmt: skip
+
     def strategy_name(self) -> str:
         """The strategy as the user named it: the dynamic one's name, ``placement FILE``, or
         the static one's name."""
@@ -186,11 +197,8 @@ def run(
         comm = MPI.COMM_WORLD
     prepared = prepare_run(request, comm)
     outcome = run_program(
-        prepared.program, comm=comm, steps=request.steps, strategy=prepared.strategy,
-        seed=request.seed, threads=int(request.threads), executor=request.executor,
-        reduction=request.reduction, exchange=request.exchange, shm=request.shm,
-        migrate_at=request.migrate_at, timeout=request.timeout, dynamic=prepared.dynamic,
-        on_step=on_step, on_migrate=on_migrate, setup_started=prepared.started,
+        prepared.program, comm=comm, on_step=on_step, on_migrate=on_migrate,
+        setup_started=prepared.started, **prepared.options(),
     )  # fmt: skip
     if outcome is not None:
         outcome.summary["strategy"] = prepared.strategy_name()

@@ -388,15 +388,12 @@ def _steps(
         starting.close()
         with guard.deferred():
             outcome = run_program(
-                program, comm=comm, steps=request.steps, strategy=prepared.strategy,
-                seed=request.seed, threads=int(request.threads), executor=request.executor,
-                reduction=request.reduction, exchange=request.exchange, shm=request.shm,
-                migrate_at=request.migrate_at, timeout=request.timeout, dynamic=prepared.dynamic,
-                on_step=progress, on_migrate=on_migrate, setup_started=prepared.started,
-                # A record is what the simulator calibrates on: add the network's figures.
-                probe_network=record is not None, restart=index, checkpoint=setup.writer,
+                program, comm=comm, on_step=progress, on_migrate=on_migrate,
+                setup_started=prepared.started, restart=index, checkpoint=setup.writer,
                 checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
-                pending_signal=lambda: guard.pending,
+                pending_signal=lambda: guard.pending, **prepared.options(),
+                # A record is what the simulator calibrates on: add the network's figures.
+                probe_network=record is not None,
             )  # fmt: skip
     return outcome, migrations
 
