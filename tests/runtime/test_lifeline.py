@@ -152,6 +152,55 @@ def test_a_start_that_outlasts_its_deadline_ends_with_one_line() -> None:
     )
 
 
+def test_the_watchdog_keeps_the_deadline_where_c_code_holds_the_gil() -> None:
+    """As MPI_Init does, a C call holds the GIL past the start's deadline: the rank's own
+    deadline thread cannot run, the watchdog process ends it with the one line. A span that
+    ends in time clears the watchdog's deadline: the process then outlives it."""
+    held = (
+        "import ctypes, time\n"
+        "from grapeshot.runtime.lifeline import lifeline\n"
+        "with lifeline() as guard:\n"
+        "    with guard.deadline(1.0, 'while starting'):\n"
+        "        with guard.uncaught():\n"
+        "            ctypes.PyDLL(None).sleep({seconds})\n"  # PyDLL: the GIL stays held
+        "    time.sleep(2.0)\n"  # past the deadline, outside it
+    )
+    run = lambda seconds: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", held.format(seconds=seconds)], capture_output=True, text=True,
+        timeout=GUARD, cwd=ROOT,
+    )  # fmt: skip
+    stuck = run(600)
+    assert stuck.returncode == -signal.SIGKILL
+    assert stuck.stderr == (
+        "grapeshot: error: no progress for 1 s while starting (--timeout); every rank stops\n"
+    )
+    in_time = run(0)
+    assert (in_time.returncode, in_time.stderr) == (0, "")
+
+
+@pytest.mark.mpi
+def test_a_rank_whose_peer_died_before_mpi_started_ends_at_the_deadline() -> None:
+    """One rank fails before MPI_Init (a bad import, a broken install); its peer waits in
+    MPI_Init, the GIL held, for a rank that never comes: the start's deadline still ends it
+    (before, it waited for ever)."""
+    code = (
+        "import os, sys\n"
+        "from grapeshot.runtime.lifeline import lifeline\n"
+        "if os.environ['PMI_RANK'] == '1':\n"
+        "    sys.exit(3)\n"
+        "with lifeline() as guard:\n"
+        "    with guard.deadline(2.0, 'while starting'):\n"
+        "        with guard.uncaught():\n"
+        "            from mpi4py import MPI\n"
+    )
+    started = time.monotonic()
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=GUARD, cwd=ROOT)  # fmt: skip
+    assert proc.returncode != 0 and time.monotonic() - started < GUARD
+    line = "grapeshot: error: no progress for 2 s while starting (--timeout); every rank stops"
+    assert [x for x in proc.stderr.splitlines() if x.startswith("grapeshot: ")] == [line]
+
+
 @pytest.mark.mpi
 def test_a_bad_timeout_and_a_usage_error_under_mpiexec_print_once() -> None:
     for extra in (["--timeout", "-1"], ["--partz", "2"]):

@@ -13,7 +13,9 @@ A lost launcher sends no signal. A small watchdog process (:func:`watchdog`, sta
 block) checks every ``poll`` seconds that the rank's parent (the launcher's proxy) is still
 the one it started with; when it is gone the rank is an orphan nobody will wait for, stuck in
 an MPI call for ever, and the watchdog kills it. Being another process, it needs nothing from
-the rank, not even its GIL.
+the rank, not even its GIL: it also keeps the start's deadline while MPI_Init runs (a rank
+whose peer died before starting MPI waits there for ever, the GIL held, where the rank's own
+deadline thread cannot run).
 
 Rank 0 prints one line saying why; the other ranks end silently. The exit status is
 ``128 + signal`` for a signal (130 for Ctrl-C) and 1 for a lost launcher.
@@ -115,25 +117,53 @@ def _parent_of(pid: int) -> int | None:
     return None if fields[0] in ("Z", "X") else int(fields[1])
 
 
-def watchdog(pid: int, parent: int, rank: int, poll: float) -> None:
-    """Kill ``pid`` once its parent is no longer ``parent``; return when ``pid`` has ended.
+def watchdog(pid: int, parent: int, rank: int, poll: float, orders=None) -> None:
+    """Kill ``pid`` once its parent is no longer ``parent``, or once a deadline it was given
+    has passed; return when ``pid`` has ended.
 
     Runs in a process of its own (``python -m grapeshot.runtime.lifeline``), started by
-    :func:`lifeline`; rank 0's watchdog prints the one line.
+    :func:`lifeline`; rank 0's watchdog prints the one line. ``orders`` (default: this
+    process's stdin) carries lines from the rank: ``D <monotonic seconds> <seconds> <what>``
+    sets a deadline (``time.monotonic()`` is one clock for every process), ``C`` clears it.
     """
+    orders = sys.stdin.buffer if orders is None else orders
+    due: tuple[float, str] | None = None
+    pending = b""
     while True:
         now = _parent_of(pid)
         if now is None:
             return
         if now != parent:
-            if rank == 0:
-                with contextlib.suppress(OSError):
-                    os.write(2, b"grapeshot: error: the launcher (mpiexec) is gone; "
-                                b"every rank stops\n")  # fmt: skip
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            _kill(pid, rank, "the launcher (mpiexec) is gone")
             return
-        time.sleep(poll)
+        if due is not None and time.monotonic() > due[0]:
+            _kill(pid, rank, due[1])
+            return
+        if orders is None:
+            time.sleep(poll)
+            continue
+        ready, _, _ = select.select([orders], [], [], poll)
+        if ready:
+            chunk = os.read(orders.fileno(), 4096)
+            if not chunk:  # the rank closed its end (or ended): only the parent is watched
+                orders = None
+                continue
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                words = line.decode("utf-8", "replace").split(" ", 3)
+                if words[0] == "D" and len(words) == 4:
+                    due = (float(words[1]), f"no progress for {words[2]} s {words[3]} (--timeout)")
+                elif words[0] == "C":
+                    due = None
+
+
+def _kill(pid: int, rank: int, why: str) -> None:
+    if rank == 0:
+        with contextlib.suppress(OSError):
+            os.write(2, f"grapeshot: error: {why}; every rank stops\n".encode())
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _start_watchdog(rank: int, poll: float) -> subprocess.Popen[bytes] | None:
@@ -142,7 +172,7 @@ def _start_watchdog(rank: int, poll: float) -> subprocess.Popen[bytes] | None:
     args = [str(os.getpid()), str(os.getppid()), str(rank), str(poll)]
     return subprocess.Popen(
         [sys.executable, "-m", "grapeshot.runtime.lifeline", *args],
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,  # the deadlines it keeps while MPI_Init holds the GIL
         start_new_session=True,  # a Ctrl-C for the run is not for the watchdog
     )
 
@@ -150,10 +180,26 @@ def _start_watchdog(rank: int, poll: float) -> subprocess.Popen[bytes] | None:
 class Guard:
     """What :func:`lifeline` yields: the handlers it installed, to step aside briefly."""
 
-    def __init__(self, handler: object, rank: int = 0, deferral: _Deferral | None = None) -> None:
+    def __init__(
+        self,
+        handler: object,
+        rank: int = 0,
+        deferral: _Deferral | None = None,
+        dog: subprocess.Popen[bytes] | None = None,
+    ) -> None:
         self._handler = handler
         self._rank = rank
         self._deferral = deferral
+        self._dog = dog
+        #: The running :meth:`deadline`'s ``(time.monotonic() it ends, seconds, what)``.
+        self._due: tuple[float, float, str] | None = None
+
+    def _tell(self, order: str) -> None:
+        """Send the watchdog one order line (nothing if there is none, or it ended)."""
+        if self._dog is not None and self._dog.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._dog.stdin.write(order.encode() + b"\n")
+                self._dog.stdin.flush()
 
     @property
     def pending(self) -> int:
@@ -179,10 +225,11 @@ class Guard:
 
         For the start of a run, before the executor's own ``--timeout`` watch begins: a rank
         waiting in a broadcast for a rank that never comes (the GIL is released there) ends
-        instead of waiting for ever. C code that holds the GIL (``MPI_Init``) delays the end
-        until it returns.
+        instead of waiting for ever. Where C code holds the GIL (``MPI_Init``, within
+        :meth:`uncaught`) the watchdog process keeps the deadline.
         """
         done = threading.Event()
+        self._due = (time.monotonic() + seconds, seconds, what)
 
         def expire() -> None:
             if not done.wait(seconds):
@@ -193,6 +240,7 @@ class Guard:
         try:
             yield
         finally:
+            self._due = None
             done.set()
             timer.join()
 
@@ -201,16 +249,22 @@ class Guard:
         """Within this block the signals end the process by the kernel's default action.
 
         For C code that holds the GIL for long (``MPI_Init``): neither the Python handler nor
-        the watcher thread can run then, but the default action needs neither.
+        the watcher thread can run then, but the default action needs neither; the running
+        :meth:`deadline`, if any, is the watchdog process's to keep meanwhile.
         """
         if threading.current_thread() is not threading.main_thread():
             yield
             return
         for s in SIGNALS:
             signal.signal(s, signal.SIG_DFL)
+        if self._due is not None:
+            at, seconds, what = self._due
+            self._tell(f"D {at!r} {seconds:g} {what}")
         try:
             yield
         finally:
+            if self._due is not None:
+                self._tell("C")
             for s in SIGNALS:
                 signal.signal(s, self._handler)  # type: ignore[arg-type]
 
@@ -256,11 +310,13 @@ def lifeline(*, rank: int | None = None, poll: float = 0.25) -> Iterator[Guard]:
     watcher.start()
     dog = _start_watchdog(who, poll)
     try:
-        yield Guard(on_signal, who, deferral)
+        yield Guard(on_signal, who, deferral, dog)
     finally:
         if dog is not None:
             dog.kill()
             dog.wait()
+            if dog.stdin is not None:
+                dog.stdin.close()
         stop.set()
         with contextlib.suppress(OSError):
             writer.send(_STOP)
