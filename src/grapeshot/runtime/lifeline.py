@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 #: The signals that end a run, and how the line on rank 0 names them.
 SIGNALS: dict[int, str] = {
@@ -65,12 +66,17 @@ def launcher_rank() -> int:
 _ENDING = threading.Lock()
 
 
-def _end(code: int, why: str, rank: int) -> None:
-    if not _ENDING.acquire(blocking=False):
-        threading.Event().wait()  # the other one is ending the process
+def _say(why: str, rank: int) -> None:
+    """Rank 0's one line saying why every rank stops."""
     if rank == 0:
         with contextlib.suppress(OSError):
             os.write(2, f"grapeshot: error: {why}; every rank stops\n".encode())
+
+
+def _end(code: int, why: str, rank: int) -> None:
+    if not _ENDING.acquire(blocking=False):
+        threading.Event().wait()  # the other one is ending the process
+    _say(why, rank)
     os._exit(code)
 
 
@@ -117,16 +123,16 @@ def _parent_of(pid: int) -> int | None:
     return None if fields[0] in ("Z", "X") else int(fields[1])
 
 
-def watchdog(pid: int, parent: int, rank: int, poll: float, orders=None) -> None:
+def watchdog(pid: int, parent: int, rank: int, poll: float) -> None:
     """Kill ``pid`` once its parent is no longer ``parent``, or once a deadline it was given
     has passed; return when ``pid`` has ended.
 
     Runs in a process of its own (``python -m grapeshot.runtime.lifeline``), started by
-    :func:`lifeline`; rank 0's watchdog prints the one line. ``orders`` (default: this
-    process's stdin) carries lines from the rank: ``D <monotonic seconds> <seconds> <what>``
-    sets a deadline (``time.monotonic()`` is one clock for every process), ``C`` clears it.
+    :func:`lifeline`; rank 0's watchdog prints the one line. Its stdin carries orders from
+    the rank, a line each: ``D <time.monotonic() it ends> <the line>`` sets a deadline
+    (``time.monotonic()`` is one clock for every process), ``C`` clears it.
     """
-    orders = sys.stdin.buffer if orders is None else orders
+    orders: Any = sys.stdin.buffer
     due: tuple[float, str] | None = None
     pending = b""
     while True:
@@ -151,17 +157,15 @@ def watchdog(pid: int, parent: int, rank: int, poll: float, orders=None) -> None
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                words = line.decode("utf-8", "replace").split(" ", 3)
-                if words[0] == "D" and len(words) == 4:
-                    due = (float(words[1]), f"no progress for {words[2]} s {words[3]} (--timeout)")
+                words = line.decode("utf-8", "replace").split(" ", 2)
+                if words[0] == "D" and len(words) == 3:
+                    due = (float(words[1]), words[2])
                 elif words[0] == "C":
                     due = None
 
 
 def _kill(pid: int, rank: int, why: str) -> None:
-    if rank == 0:
-        with contextlib.suppress(OSError):
-            os.write(2, f"grapeshot: error: {why}; every rank stops\n".encode())
+    _say(why, rank)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
 
@@ -191,8 +195,8 @@ class Guard:
         self._rank = rank
         self._deferral = deferral
         self._dog = dog
-        #: The running :meth:`deadline`'s ``(time.monotonic() it ends, seconds, what)``.
-        self._due: tuple[float, float, str] | None = None
+        #: The running :meth:`deadline`'s ``(time.monotonic() it ends, the line it ends with)``.
+        self._due: tuple[float, str] | None = None
 
     def _tell(self, order: str) -> None:
         """Send the watchdog one order line (nothing if there is none, or it ended)."""
@@ -229,11 +233,12 @@ class Guard:
         :meth:`uncaught`) the watchdog process keeps the deadline.
         """
         done = threading.Event()
-        self._due = (time.monotonic() + seconds, seconds, what)
+        why = f"no progress for {seconds:g} s {what} (--timeout)"
+        self._due = (time.monotonic() + seconds, why)
 
         def expire() -> None:
             if not done.wait(seconds):
-                _end(1, f"no progress for {seconds:g} s {what} (--timeout)", self._rank)
+                _end(1, why, self._rank)
 
         timer = threading.Thread(target=expire, name="grapeshot-deadline", daemon=True)
         timer.start()
@@ -258,8 +263,8 @@ class Guard:
         for s in SIGNALS:
             signal.signal(s, signal.SIG_DFL)
         if self._due is not None:
-            at, seconds, what = self._due
-            self._tell(f"D {at!r} {seconds:g} {what}")
+            at, why = self._due
+            self._tell(f"D {at!r} {why}")
         try:
             yield
         finally:
