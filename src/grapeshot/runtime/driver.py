@@ -23,6 +23,7 @@ from grapeshot.model.program import Program
 from grapeshot.place.dynamic import call_steps
 from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.static import get_static_strategy
+from grapeshot.runtime.agreement import rank_zero_decides
 from grapeshot.runtime.checkpoint import (
     Boundary,
     RunStopped,
@@ -211,28 +212,22 @@ def _agreed_placement(program: Program, run: RunOptions, comm) -> np.ndarray:
     """Rank 0's placement of the partitions on ``comm``'s ranks, on every rank; a refusal
     (a strategy's, too few partitions) is every rank's ``InputError``."""
     size = comm.Get_size()
-    node_of = None
-    error = None
-    if comm.Get_rank() == 0:
-        try:
-            node_of = place_on_ranks(program, run.strategy, run.seed, size, run.threads)
-            if run.executor == "task" and np.bincount(node_of, minlength=size).min() == 0:
-                raise InputError(
-                    "--parts",
-                    f"gives {program.n_parts} partitions to {size} ranks",
-                    "at least one partition per rank",
-                )
-            if run.executor == "serial" and size != 1:
-                raise InputError("--executor serial", f"runs on 1 rank; got {size}", None)
-        except InputError as exc:
-            error = exc
-    # The error crosses ranks as data: every rank raises the same InputError, rank 0's
-    # command line prints it once.
-    where = None if error is None else (error.where, error.problem, error.expected)
-    where, node_of = comm.bcast((where, node_of), root=0)
-    if where is not None:
-        raise InputError(*where)
-    return node_of
+    placed: list[np.ndarray] = []
+
+    def place() -> None:
+        node_of = place_on_ranks(program, run.strategy, run.seed, size, run.threads)
+        if run.executor == "task" and np.bincount(node_of, minlength=size).min() == 0:
+            raise InputError(
+                "--parts",
+                f"gives {program.n_parts} partitions to {size} ranks",
+                "at least one partition per rank",
+            )
+        if run.executor == "serial" and size != 1:
+            raise InputError("--executor serial", f"runs on 1 rank; got {size}", None)
+        placed.append(node_of)
+
+    rank_zero_decides(comm, place)
+    return comm.bcast(placed[0] if placed else None, root=0)
 
 
 @dataclass
