@@ -97,6 +97,20 @@ def test_links_of_a_rank_pair_agree_on_both_ends() -> None:
             assert w.waits_on[j, i] == (r in near)
 
 
+@pytest.mark.parametrize("periodic, faces", [((False, False), 1), ((True, False), 2)])
+def test_pair_bytes_count_every_halo_between_two_partitions(periodic, faces) -> None:
+    """Two partitions on an axis two wide that wraps are neighbours on both sides: one round
+    moves both halos between them (the record's halo bytes and the comm-aware strategies'
+    graph count both)."""
+    from grapeshot.model.program import face_offsets, partition_boxes
+
+    boxes = partition_boxes((8, 6), (2, 1), 1, periodic)
+    blocks = {b.part: {"u": np.zeros(b.padded_shape)} for b in boxes}
+    links = rank_links(boxes, np.zeros(2, dtype=np.int64), 0, face_offsets(2))
+    plan = grid_plan(links, boxes, Arena(("u",), links.local_parts, blocks), ("u",), 1)
+    assert plan.pair_bytes == {(0, 1): faces * 6 * 8, (1, 0): faces * 6 * 8}
+
+
 def test_arena_takes_back_a_rebound_field_and_refuses_a_new_shape() -> None:
     program = Heat(parts=(2, 2))
     _, blocks = _numbered_blocks(program)
@@ -256,7 +270,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         for source, at in starts.items():
             message = outboxes[(source, r)]
             inbox[(at + header) // 8 : (at + header) // 8 + message.size] = message
-        tables = fused_halos(links[r], boxes, arenas[r], names, width, starts, header)
+        tables = fused_halos(links[r], boxes, arenas[r], plans[r], starts, header)
         n = len(links[r].local_parts)
         halos = make_halos(n, data=arenas[r].shared, own=tables, inbox=inbox)
         ran = state(halos[STATE])[1]
@@ -282,7 +296,8 @@ def test_a_field_that_is_not_float64_is_not_fused() -> None:
     blocks = {b.part: {"k": np.zeros(b.padded_shape, dtype=np.int32)} for b in boxes}
     links = rank_links(boxes, np.zeros(len(boxes), dtype=np.int64), 0)
     arena = Arena(("k",), links.local_parts, blocks)
-    assert fused_halos(links, boxes, arena, ("k",), 1, {}, HEADER * 8) is None
+    plan = grid_plan(links, boxes, arena, ("k",), 1)
+    assert fused_halos(links, boxes, arena, plan, {}, HEADER * 8) is None
     assert fused_packs(links, boxes, arena, ("k",), 1, {}, HEADER * 8) is None
 
 

@@ -92,10 +92,10 @@ def _copies(plan: RankPlan, mail: Mailboxes, k: int) -> tuple[tuple | None, list
     header = HEADER * 8
     where = (plan.links, plan.boxes, plan.arena)
     nxt = (k + 1) % len(phases)
-    ex, nxt_ex = phases[k].exchange, phases[nxt].exchange
+    nxt_ex = phases[nxt].exchange
     own = packs = None
     if k in plan.plans:
-        own = fused_halos(*where, ex.fields, ex.width, mail.in_starts[k], header)
+        own = fused_halos(*where, plan.plans[k], mail.in_starts[k], header)
     # Packed early only if nothing touches those fields between this phase's kernels and the
     # next phase's send (a graph exchange unpacks into blocks first).
     if (

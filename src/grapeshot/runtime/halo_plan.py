@@ -23,7 +23,7 @@ Everything here is pure numpy over one process; the runner (:mod:`grapeshot.runt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -46,39 +46,74 @@ class Link(NamedTuple):
     slot: int
 
 
+class LinkArrays(NamedTuple):
+    """Links as int64 arrays, one entry per link (a re-plan handles them without a Python
+    object each): partitions ``src`` and ``dst``, and ``way``, the slot in
+    :func:`neighbour_offsets` order of the offset where ``dst`` lies seen from ``src`` (the
+    buffer lands in ``dst``'s slot of the opposite offset, ``len(offsets) - 1 - way``)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    way: np.ndarray
+
+
 @dataclass
 class RankLinks:
     """Every link that touches the partitions of one rank, grouped as the runtime uses them.
 
     Attributes
     ----------
-    local
+    local_links
         Links between two partitions of this rank, in ``(src, offset)`` order.
-    send
-        ``{rank: links}`` from this rank's partitions to that rank's, in message order.
-    recv
+    send_links
+        ``{rank: links}`` from this rank's partitions to that rank's, in message order,
+        ranks ascending.
+    recv_links
         ``{rank: links}`` from that rank's partitions to this rank's, in message order.
     waits_on
         bool, ``(len(recv), L)``: whether local partition ``i`` (position in ``local_parts``)
         gets a buffer from the ``j``-th rank of ``recv`` (sorted rank order).
+
+    :attr:`local`, :attr:`send` and :attr:`recv` give the same links as :class:`Link` lists.
     """
 
     rank: int
     local_parts: np.ndarray
-    local: list[Link]
-    send: dict[int, list[Link]]
-    recv: dict[int, list[Link]]
+    local_links: LinkArrays
+    send_links: dict[int, LinkArrays]
+    recv_links: dict[int, LinkArrays]
     waits_on: np.ndarray = field(repr=False)
+    #: :func:`neighbour_offsets` of the grid: what a ``way`` indexes.
+    offsets: tuple[Offset, ...] = field(repr=False)
+
+    @cached_property
+    def local(self) -> list[Link]:
+        """:attr:`local_links` as :class:`Link` objects."""
+        return _links(self.local_links, self.offsets)
+
+    @cached_property
+    def send(self) -> dict[int, list[Link]]:
+        """:attr:`send_links` as :class:`Link` lists."""
+        return {r: _links(la, self.offsets) for r, la in self.send_links.items()}
+
+    @cached_property
+    def recv(self) -> dict[int, list[Link]]:
+        """:attr:`recv_links` as :class:`Link` lists."""
+        return {r: _links(la, self.offsets) for r, la in self.recv_links.items()}
 
     @property
     def peers(self) -> list[int]:
         """Ranks this rank exchanges with, ascending."""
-        return sorted(set(self.send) | set(self.recv))
+        return sorted(set(self.send_links) | set(self.recv_links))
 
     @property
     def sources(self) -> list[int]:
         """Ranks this rank receives from, ascending (the rows of ``waits_on``)."""
-        return sorted(self.recv)
+        return sorted(self.recv_links)
+
+    def position(self, parts: np.ndarray) -> np.ndarray:
+        """int64: where each of ``parts`` (local partition ids) is in :attr:`local_parts`."""
+        return np.searchsorted(self.local_parts, parts).astype(np.int64)
 
 
 def rank_links(
@@ -100,12 +135,12 @@ def rank_links(
     local_parts = np.flatnonzero(node_of == rank)
     q = neighbour_table(boxes[0].parts_shape, boxes[0].periodic)[local_parts][:, cols]
     row, col = np.nonzero(q >= 0)  # (partition, offset) order
-    src, dst, slot = local_parts[row], q[row, col], cols[col]  # slot: the offset's own
+    src, dst, way = local_parts[row], q[row, col], cols[col]
     there = node_of[dst]
     mine = there == rank
-    local = _links(src[mine], dst[mine], slot[mine], back, every)
-    send: dict[int, list[Link]] = {}
-    recv: dict[int, list[Link]] = {}
+    local = LinkArrays(src[mine], dst[mine], way[mine])
+    send: dict[int, LinkArrays] = {}
+    recv: dict[int, LinkArrays] = {}
     far = np.flatnonzero(~mine)
     ranks, first = np.unique(there[far], return_index=True)
     waits: dict[int, np.ndarray] = {}  # the local partitions each source rank sends to
@@ -113,24 +148,31 @@ def rank_links(
         sel = far[there[far] == r]
         waits[r] = row[sel]
         # Message order: by receiving partition, then by the slot the buffer lands in.
-        out = sel[np.lexsort((back[slot[sel]], dst[sel]))]
-        send[r] = _links(src[out], dst[out], slot[out], back, every)
+        out = sel[np.lexsort((back[way[sel]], dst[sel]))]
+        send[r] = LinkArrays(src[out], dst[out], way[out])
         # What the neighbours send back: the same pairs seen from the other side.
-        inc = sel[np.lexsort((slot[sel], src[sel]))]
-        recv[r] = _links(dst[inc], src[inc], back[slot[inc]], back, every)
+        inc = sel[np.lexsort((way[sel], src[sel]))]
+        recv[r] = LinkArrays(dst[inc], src[inc], back[way[inc]])
     sources = sorted(recv)
     waits_on = np.zeros((len(sources), len(local_parts)), dtype=bool)
     for j, r in enumerate(sources):
         waits_on[j, waits[r]] = True
-    return RankLinks(rank, local_parts, local, dict(sorted(send.items())), recv, waits_on)
+    return RankLinks(
+        rank, local_parts, local, dict(sorted(send.items())), recv, waits_on, tuple(every)
+    )
 
 
-def _links(src, dst, slot, back, every) -> list[Link]:
-    """``Link(src, dst, offset of slot, slot of the opposite offset)`` for each entry."""
+def _links(links: LinkArrays, every: tuple[Offset, ...]) -> list[Link]:
+    """``Link(src, dst, offset of way, slot of the opposite offset)`` for each entry."""
+    back = _back_slots(len(every))
     return [
         Link(s, d, every[k], b)
         for s, d, k, b in zip(
-            src.tolist(), dst.tolist(), slot.tolist(), back[slot].tolist(), strict=True
+            links.src.tolist(),
+            links.dst.tolist(),
+            links.way.tolist(),
+            back[links.way].tolist(),
+            strict=True,
         )
     ]
 
@@ -192,6 +234,7 @@ class Arena:
         self.names = names
         self.parts = [int(p) for p in parts]
         self._bases: dict[str, np.ndarray] = {}
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
         self._kinds: dict[str, tuple[np.ndarray, list[tuple[int, ...]]]] = {}
         columns = {name: [np.asarray(blocks[p][name]) for p in self.parts] for name in names}
         for name, arrays in columns.items():
@@ -287,9 +330,12 @@ class Arena:
 
     def positions(self, parts: np.ndarray) -> np.ndarray:
         """Where each of ``parts`` (partition ids) is among the arena's partitions."""
-        ids = np.asarray(self.parts, dtype=np.int64)
-        sort = np.argsort(ids, kind="stable")
-        return sort[np.searchsorted(ids[sort], parts)]
+        if self._sorted is None:
+            ids = np.asarray(self.parts, dtype=np.int64)
+            sort = np.argsort(ids, kind="stable")
+            self._sorted = (ids[sort], sort)
+        ids, sort = self._sorted
+        return sort[np.searchsorted(ids, parts)]
 
     def bases(self, name: str) -> np.ndarray:
         """int64 ``(L,)``: where each partition's segment of field ``name`` starts."""
@@ -347,28 +393,29 @@ def _slab_table(
     arena: Arena,
     boxes: list[Box],
     width: int,
-    entries: list[tuple[str, int, Offset]],
+    slabs: tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray],
     ghost: bool,
     shared: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The cells of each ``(name, part, offset)`` slab, one after the other, and each slab's
-    size: indices into ``arena.flat[name]`` (``shared``: into ``arena.shared``).
+    """The cells of each slab, one after the other, and each slab's size: indices into
+    ``arena.flat[name]`` (``shared``: into ``arena.shared``).
+
+    ``slabs`` is ``(names, name, part, way)``: per slab (int64 arrays, one entry each), the
+    index of its field in ``names``, its partition and the slot of its side in
+    :func:`neighbour_offsets` order (the interior next to that side, or with ``ghost`` the
+    ghost cells beyond it).
 
     A grid's partitions have a few shapes, so the slabs are a few arrays: each is computed
     once and every slab is that array plus its partition's base, laid out with numpy
     gathers for all of them at once (a Python loop over the slabs cost a second for 4,096
     partitions).
     """
-    n = len(entries)
+    names, name_id, parts, offsets = slabs
+    n = parts.size
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    names_e, parts_e, offsets_e = zip(*entries, strict=True)
     ndim = boxes[0].ndim
-    offset_id = {o: i for i, o in enumerate(neighbour_offsets(ndim))}
-    names = list(dict.fromkeys(names_e))
-    name_id = np.array([names.index(x) for x in names_e], dtype=np.int64) if len(names) > 1 else 0
-    parts = np.fromiter(parts_e, dtype=np.int64, count=n)
-    offsets = np.array([offset_id[o] for o in offsets_e], dtype=np.int64)
+    every = neighbour_offsets(ndim)
     at = arena.positions(parts)
     kind = np.zeros(n, dtype=np.int64)
     base = np.zeros(n, dtype=np.int64)
@@ -380,23 +427,44 @@ def _slab_table(
         base[mine] = arena.bases(name)[at[mine]] + (arena.offset[name] if shared else 0)
         shapes.append(table)
     n_kinds = max(len(t) for t in shapes)
-    key = (name_id * n_kinds + kind) * len(offset_id) + offsets
-    unique, which = np.unique(key, return_inverse=True)
-    slabs = []
+    key = (name_id * n_kinds + kind) * len(every) + offsets
+    # The distinct keys and each slab's among them (a few in a small range: no sort).
+    seen = np.zeros(len(names) * n_kinds * len(every), dtype=np.int64)
+    seen[key] = 1
+    unique = np.flatnonzero(seen)
+    which = (np.cumsum(seen) - 1)[key]
+    pieces = []
     for k in unique.tolist():
-        name_k, rest = divmod(k, n_kinds * len(offset_id))
-        kind_k, off_k = divmod(rest, len(offset_id))
+        name_k, rest = divmod(k, n_kinds * len(every))
+        kind_k, off_k = divmod(rest, len(every))
         shape = shapes[name_k][kind_k]
-        slabs.append(
+        pieces.append(
             _slab_of_shape(
                 shape, _interior(shape, ndim, boxes[0].ghost), boxes[0].ghost,
-                neighbour_offsets(ndim)[off_k], width, ghost,
+                every[off_k], width, ghost,
             )
         )  # fmt: skip
-    lengths = np.array([a.size for a in slabs], dtype=np.int64)
+    lengths = np.array([a.size for a in pieces], dtype=np.int64)
     sizes = lengths[which]
-    table = np.concatenate(slabs)
+    table = np.concatenate(pieces)
     return _shifted_chunks(table, _starts(lengths)[which], sizes, base), sizes
+
+
+def _sides(
+    names: tuple[str, ...], links: LinkArrays, ndim: int, ghost: bool, name_major: bool = True
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
+    """The slabs of ``links`` (of a ``ndim``-D grid) for each of ``names``
+    (:func:`_slab_table`'s ``slabs``): the sender's interior, or with ``ghost`` the
+    receiver's ghosts; every link of one field after the other (``name_major``), else every
+    field of one link after the other."""
+    if ghost:
+        parts, ways = links.dst, _back_slots(3**ndim - 1)[links.way]
+    else:
+        parts, ways = links.src, links.way
+    k, m = len(names), parts.size
+    if name_major:
+        return names, np.repeat(np.arange(k), m), np.tile(parts, k), np.tile(ways, k)
+    return names, np.tile(np.arange(k), m), np.repeat(parts, k), np.repeat(ways, k)
 
 
 @njit(cache=True)
@@ -438,16 +506,30 @@ class GridPlan:
 
     ``local_src``/``local_dst`` copy every local halo inside the arena; ``send[r]`` gathers the
     message to rank ``r`` and ``recv[r]`` scatters the one from rank ``r``, fields one after
-    the other in ``names`` order.
+    the other in ``names`` order. ``sent`` is every link this rank sends (local ones, then
+    each rank's) with ``sent_bytes``, int64: its bytes in one round; ``local_sizes``, int64
+    ``(len(names), local links)``: the cells of each local link's slab of each field.
     """
 
     names: tuple[str, ...]
+    width: int
+    local_sizes: np.ndarray
     local_src: dict[str, np.ndarray]
     local_dst: dict[str, np.ndarray]
     send: dict[int, dict[str, np.ndarray]]
     recv: dict[int, dict[str, np.ndarray]]
-    #: ``{(src, dst): bytes}`` one round of this exchange moves between partitions.
-    pair_bytes: dict[tuple[int, int], int]
+    sent: LinkArrays
+    sent_bytes: np.ndarray
+
+    @property
+    def pair_bytes(self) -> dict[tuple[int, int], int]:
+        """``{(src, dst): bytes}`` one round of this exchange moves between partitions (two
+        neighbours on both sides of a periodic axis two partitions wide: both halos)."""
+        pairs: dict[tuple[int, int], int] = {}
+        sent = zip(self.sent.src.tolist(), self.sent.dst.tolist(), strict=True)
+        for key, nbytes in zip(sent, self.sent_bytes.tolist(), strict=True):
+            pairs[key] = pairs.get(key, 0) + nbytes
+        return pairs
 
     def message_bytes(self, table: dict[int, dict[str, np.ndarray]], arena: Arena, r: int) -> int:
         """Payload bytes of the message to or from rank ``r`` (each field padded to 8)."""
@@ -466,32 +548,47 @@ def grid_plan(
     width: int,
 ) -> GridPlan:
     """The :class:`GridPlan` of an exchange of ``names`` (``width`` cells) under ``links``."""
+    ndim = boxes[0].ndim
 
     # Only local partitions' slabs are ever indexed: the sender gathers its interiors, the
     # receiver scatters into its ghosts.
-    def gather(name: str, link_list: list[Link], ghost: bool) -> tuple[np.ndarray, np.ndarray]:
-        if ghost:
-            entries = [(name, link.dst, _back(link.offset)) for link in link_list]
-        else:
-            entries = [(name, link.src, link.offset) for link in link_list]
-        return _slab_table(arena, boxes, width, entries, ghost)
+    def gather(link_arrays: LinkArrays, ghost: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        cells, sizes = _slab_table(
+            arena, boxes, width, _sides(names, link_arrays, ndim, ghost), ghost
+        )
+        m = link_arrays.src.size
+        ends = np.cumsum(sizes.reshape(len(names), m).sum(axis=1)).tolist()
+        return {
+            name: (cells[lo:hi], sizes[j * m : (j + 1) * m])
+            for j, (name, lo, hi) in enumerate(zip(names, [0, *ends[:-1]], ends, strict=True))
+        }
 
-    local_src = {n: gather(n, links.local, False) for n in names}
-    local_dst = {n: gather(n, links.local, True)[0] for n in names}
-    send = {r: {n: gather(n, ls, False) for n in names} for r, ls in links.send.items()}
-    recv = {r: {n: gather(n, ls, True)[0] for n in names} for r, ls in links.recv.items()}
+    local_src = gather(links.local_links, False)
+    local_dst = gather(links.local_links, True)
+    send = {r: gather(la, False) for r, la in links.send_links.items()}
+    recv = {r: gather(la, True) for r, la in links.recv_links.items()}
     # Every link this rank sends, local then by rank: its bytes are its slabs' sizes.
-    every = [*links.local, *(x for ls in links.send.values() for x in ls)]
-    nbytes = np.zeros(len(every), dtype=np.int64)
+    groups = [links.local_links, *links.send_links.values()]
+    sent = LinkArrays(*(np.concatenate([g[i] for g in groups]) for i in range(3)))
+    sent_bytes = np.zeros(sent.src.size, dtype=np.int64)
     for name in names:
         sizes = [local_src[name][1], *(by_name[name][1] for by_name in send.values())]
-        nbytes += np.concatenate(sizes) * arena.flat[name].itemsize
-    local_src = {n: cells for n, (cells, _) in local_src.items()}
-    send = {r: {n: cells for n, (cells, _) in by_name.items()} for r, by_name in send.items()}
-    pair_bytes = {
-        (link.src, link.dst): int(b) for link, b in zip(every, nbytes.tolist(), strict=True)
-    }
-    return GridPlan(names, local_src, local_dst, send, recv, pair_bytes)
+        sent_bytes += np.concatenate(sizes) * arena.flat[name].itemsize
+
+    def cells(table: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+        return {name: c for name, (c, _) in table.items()}
+
+    return GridPlan(
+        names,
+        width,
+        np.array([local_src[name][1] for name in names], dtype=np.int64).reshape(len(names), -1),
+        cells(local_src),
+        cells(local_dst),
+        {r: cells(t) for r, t in send.items()},
+        {r: cells(t) for r, t in recv.items()},
+        sent,
+        sent_bytes,
+    )
 
 
 def message_layout(
@@ -588,44 +685,48 @@ def strided_runs(
 
 
 def _message_pieces(
-    groups: dict[int, list[Link]],
+    groups: dict[int, LinkArrays],
     starts: dict[int, int],
     header_bytes: int,
     names: tuple[str, ...],
-    n: int,
+    links: RankLinks,
     slab: tuple[Arena, list[Box], int, bool],
-    piece_of,
 ) -> tuple[np.ndarray, ...]:
     """Every message of ``groups`` (``{rank: links}``) cut into one piece per link and field,
-    grouped by the local partition ``piece_of(link)`` gives as ``(position, part, offset)``
-    (the slab's partition and side), in message order within each partition; ``slab`` is
-    ``(arena, boxes, width, ghost)``.
+    grouped by the local partition of the piece's slab (the receiver's ghosts, or with
+    ``ghost`` false the sender's interior), in message order within each partition; ``slab``
+    is ``(arena, boxes, width, ghost)``.
 
     Returns ``(ptr, at, lo, hi, runs)`` (:mod:`grapeshot.model.task_halos`' layout: ``lo``,
     ``hi`` are each piece's range of rows in ``runs``, ``(first, step, count)``).
     """
     arena, boxes, width, ghost = slab
-    position: list[int] = []
-    entries: list[tuple[str, int, Offset]] = []
-    message: list[int] = []  # which message (rank) each piece is in, ascending
-    for j, r in enumerate(sorted(groups)):
-        for name in names:  # a message holds each field's cells over all its links in turn
-            for link in groups[r]:
-                i, part, offset = piece_of(link)
-                position.append(i)
-                entries.append((name, part, offset))
-                message.append(j)
-    cells, sizes = _slab_table(arena, boxes, width, entries, ghost, shared=True)
+    ranks = sorted(groups)
+    n = len(links.local_parts)
+    # A message holds each field's cells over all its links in turn.
+    sides = [_sides(names, groups[r], boxes[0].ndim, ghost) for r in ranks]
+    if not sides:
+        empty = np.zeros(0, dtype=np.int64)
+        return np.zeros(n + 1, dtype=np.int64), empty, empty, empty, np.zeros((0, 3), np.int64)
+    parts = np.concatenate([side[2] for side in sides])
+    which = np.repeat(np.arange(len(ranks)), [side[2].size for side in sides])
+    slabs = (
+        names,
+        np.concatenate([side[1] for side in sides]),
+        parts,
+        np.concatenate([side[3] for side in sides]),
+    )
+    cells, sizes = _slab_table(arena, boxes, width, slabs, ghost, shared=True)
+    position = links.position(parts)
     # A piece starts where its message's payload does (float64 units), after the pieces
     # before it in that message.
-    payload = np.array([(starts[r] + header_bytes) // 8 for r in sorted(groups)], np.int64)
-    which = np.asarray(message, dtype=np.int64)
+    payload = np.array([(starts[r] + header_bytes) // 8 for r in ranks], np.int64)
     before = _starts(sizes)
-    at = payload[which] + before - before[np.searchsorted(which, which)] if which.size else which
-    order = np.argsort(np.asarray(position, dtype=np.int64), kind="stable")
+    at = payload[which] + before - before[np.searchsorted(which, which)]
+    order = np.argsort(position, kind="stable")
     moved = sizes[order]
     lo = _starts(moved)
-    counts = np.bincount(np.asarray(position, dtype=np.int64), minlength=n)
+    counts = np.bincount(position, minlength=n)
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     rows, run_ptr = strided_runs(
         _reorder_chunks(cells, sizes, order), np.concatenate([lo, [int(moved.sum())]])
@@ -637,52 +738,58 @@ def fused_halos(
     links: RankLinks,
     boxes: list[Box],
     arena: Arena,
-    names: tuple[str, ...],
-    width: int,
+    plan: GridPlan,
     inbox_starts: dict[int, int],
     header_bytes: int,
 ) -> tuple[np.ndarray, ...] | None:
-    """The tables by which tasks copy their own halos of one grid exchange.
+    """The tables by which tasks copy their own halos of the grid exchange ``plan``.
 
     Entries ``PAIR_PTR`` to ``PIECE_RUNS`` of :mod:`grapeshot.model.task_halos`' tuple
     (:data:`~grapeshot.model.task_halos.OWN_COPIES`), every cell in ``arena.shared``;
     ``inbox_starts`` is :func:`message_layout`'s for ``plan.recv``. ``None`` if a field of the
     exchange is not float64 (not in ``arena.shared``).
     """
+    names = plan.names
     if any(name not in arena.offset for name in names):
         return None
     n = len(links.local_parts)
-    position = {int(p): i for i, p in enumerate(links.local_parts)}
-    # Each local link's cells, field after field: from the sender's interior, into the
-    # receiver's ghosts.
-    src_entries = [(nm, link.src, link.offset) for link in links.local for nm in names]
-    dst_entries = [(nm, link.dst, _back(link.offset)) for link in links.local for nm in names]
-    src_idx, sizes = _slab_table(arena, boxes, width, src_entries, False, shared=True)
-    dst_idx = _slab_table(arena, boxes, width, dst_entries, True, shared=True)[0]
-    per_link = sizes.reshape(len(links.local), len(names)).sum(axis=1)
+    local = links.local_links
+    # Each local link's cells, field after field (the plan's tables hold every link of one
+    # field after the other): from the sender's interior, into the receiver's ghosts.
+    sizes = plan.local_sizes.ravel()
+    by_link = np.arange(sizes.size, dtype=np.int64).reshape(len(names), -1).T.ravel()
+
+    def in_shared(table: dict[str, np.ndarray]) -> np.ndarray:
+        cells = np.concatenate([table[name] + arena.offset[name] for name in names])
+        return cells if len(names) == 1 else _reorder_chunks(cells, sizes, by_link)
+
     copies, link_ptr = strided_runs(
-        src_idx, np.concatenate([[0], np.cumsum(per_link)]).astype(np.int64), dst_idx
+        in_shared(plan.local_src),
+        np.concatenate([[0], np.cumsum(plan.local_sizes.sum(axis=0))]).astype(np.int64),
+        in_shared(plan.local_dst),
     )
-    link_src = np.array([position[link.src] for link in links.local], dtype=np.int64)
-    link_dst = np.array([position[link.dst] for link in links.local], dtype=np.int64)
-    touching: list[list[int]] = [[] for _ in range(n)]
-    for j, (a, b) in enumerate(zip(link_src.tolist(), link_dst.tolist(), strict=True)):
-        touching[a].append(j)
-        if b != a:
-            touching[b].append(j)
-
-    def landing(link: Link) -> tuple[int, int, Offset]:
-        return position[link.dst], link.dst, _back(link.offset)
-
+    link_src, link_dst = links.position(local.src), links.position(local.dst)
+    # Per local partition, the links that touch it (as sender or receiver), ascending.
+    link = np.arange(local.src.size, dtype=np.int64)
+    apart = link_dst != link_src
+    touched = np.concatenate([link_src, link_dst[apart]])
+    touching = np.concatenate([link, link[apart]])
+    touching = touching[np.lexsort((touching, touched))]
+    touch_ptr = np.concatenate([[0], np.cumsum(np.bincount(touched, minlength=n))])
     return (
-        _csr(touching),
-        _cat([np.asarray(row, dtype=np.int64) for row in touching]),
+        touch_ptr.astype(np.int64),
+        touching,
         link_src,
         link_dst,
         link_ptr,
         copies,
         *_message_pieces(
-            links.recv, inbox_starts, header_bytes, names, n, (arena, boxes, width, True), landing
+            links.recv_links,
+            inbox_starts,
+            header_bytes,
+            names,
+            links,
+            (arena, boxes, plan.width, True),
         ),
     )
 
@@ -705,15 +812,10 @@ def fused_packs(
     """
     if any(name not in arena.offset for name in names):
         return None
-    position = {int(p): i for i, p in enumerate(links.local_parts)}
-
-    def leaving(link: Link) -> tuple[int, int, Offset]:
-        return position[link.src], link.src, link.offset
-
-    n = len(links.local_parts)
     return _message_pieces(
-        links.send, outbox_starts, header_bytes, names, n, (arena, boxes, width, False), leaving
-    )
+        links.send_links, outbox_starts, header_bytes, names, links,
+        (arena, boxes, width, False),
+    )  # fmt: skip
 
 
 @cache

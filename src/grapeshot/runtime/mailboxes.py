@@ -77,9 +77,9 @@ class Mailboxes:
         self.size_in = {r: {k: p.message_bytes(p.recv, arena, r) for k, p in plans.items()}
                         for r in links.sources}  # fmt: skip
         self.size_out = {r: {k: p.message_bytes(p.send, arena, r) for k, p in plans.items()}
-                         for r in links.send}  # fmt: skip
+                         for r in links.send_links}  # fmt: skip
         # This rank's region: per phase, inbox 0, inbox 1, then the outbox for other nodes.
-        offnode = [r for r in links.send if r not in self.shared_peers]
+        offnode = [r for r in links.send_links if r not in self.shared_peers]
         self.in_starts: dict[int, dict[int, int]] = {}
         self.in_total: dict[int, int] = {}
         self.out_starts: dict[int, dict[int, int]] = {}
@@ -106,7 +106,7 @@ class Mailboxes:
                 for k in plans
             }
             for peer, boxes, sizes in self.node.allgather((self.rank, mine, self.size_in)):
-                if peer not in self.shared_peers or peer not in links.send:
+                if peer not in self.shared_peers or peer not in links.send_links:
                     continue
                 for k, (start, total, starts) in boxes.items():
                     if sizes[self.rank][k] != self.size_out[peer][k]:

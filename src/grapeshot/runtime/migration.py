@@ -84,7 +84,7 @@ class Migrator:
         arrivals in slot order."""
         plan, tally = self.plan, self.tally
         arrived: list[dict[int, np.ndarray]] = [{} for _ in plan.local]
-        outgoing: dict[int, list] = {r: [] for r in plan.links.send}
+        outgoing: dict[int, list] = {r: [] for r in plan.links.send_links}
         node_of, position, emigrants = plan.node_of, plan.position, self.slots.emigrants
         for i, leaving in enumerate(emigrants):
             for offset, q, slot in self.neighbours[i]:

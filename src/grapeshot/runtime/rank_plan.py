@@ -64,7 +64,7 @@ class RankPlan:
         ``neighbour_offsets(ndim)``: a halo's *slot* is its offset's index here.
     outgoing
         ``(partition, offsets of every halo it sends)`` per local partition that sends one,
-        ascending (custom packers pack them in one call).
+        ascending (custom packers pack them in one call; empty when no exchange has them).
     batches
         ``{phase: Batch}`` of every phase the runtime runs in compiled calls.
     batched
@@ -136,10 +136,6 @@ class RankPlan:
         boxes = program.boxes()
         links = rank_links(boxes, node_of, rank, _exchanged_offsets(program))
         local = [int(p) for p in links.local_parts]
-        # Per local partition (ascending), the offsets of every halo it sends, local or not.
-        sent: dict[int, list[Offset]] = {}
-        for link in [*links.local, *itertools.chain(*links.send.values())]:
-            sent.setdefault(link.src, []).append(link.offset)
         if blocks is None:
             blocks = {p: make_block(program, boxes[p]) for p in local}
         phases = program.phases
@@ -165,7 +161,7 @@ class RankPlan:
             local=local,
             position={p: i for i, p in enumerate(local)},
             offsets=neighbour_offsets(len(program.parts_shape)),
-            outgoing=[(p, tuple(sent[p])) for p in sorted(sent)],
+            outgoing=_outgoing(links) if any(_is_custom(ph) for ph in phases) else [],
             batches=batches,
             batched=frozenset(batches),
             arena=arena,
@@ -214,6 +210,20 @@ def _exchanged_offsets(program: Program) -> tuple[Offset, ...]:
     """The neighbours a rank's links cover: the faces alone when no halo needs a corner."""
     ndim = len(program.parts_shape)
     return neighbour_offsets(ndim) if needs_corners(program) else face_offsets(ndim)
+
+
+def _outgoing(links: RankLinks) -> list[tuple[int, tuple[Offset, ...]]]:
+    """Per local partition that sends a halo (ascending), the offsets of every one it sends,
+    local or not: its local links', then each rank's in message order."""
+    sent: dict[int, list[Offset]] = {}
+    for link in [*links.local, *itertools.chain(*links.send.values())]:
+        sent.setdefault(link.src, []).append(link.offset)
+    return [(p, tuple(sent[p])) for p in sorted(sent)]
+
+
+def _is_custom(phase: Phase) -> bool:
+    """Whether the phase's exchange packs and unpacks its halos itself."""
+    return phase.exchange is not None and not _is_grid(phase)
 
 
 def _is_grid(phase: Phase) -> bool:
