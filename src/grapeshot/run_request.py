@@ -66,6 +66,7 @@ class RunRequest:
     exchange: str = "ac"
     shm: bool = True
     migrate_at: int | None = None
+    loads: str = "auto"
     timeout: float = 120.0
 
     def part_shape(self) -> tuple[int, ...]:
@@ -112,7 +113,7 @@ class PreparedRun:
         return dict(
             steps=r.steps, strategy=self.strategy, seed=r.seed, threads=int(r.threads),
             executor=r.executor, reduction=r.reduction, exchange=r.exchange, shm=r.shm,
-            migrate_at=r.migrate_at, timeout=r.timeout, dynamic=self.dynamic,
+            migrate_at=r.migrate_at, loads=r.loads, timeout=r.timeout, dynamic=self.dynamic,
         )  # fmt: skip
 
     def strategy_name(self) -> str:

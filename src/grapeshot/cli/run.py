@@ -173,6 +173,17 @@ MigrateAtOpt = Annotated[
         "partitions, bytes, seconds).",
     ),
 ]
+LoadsOpt = Annotated[
+    str,
+    typer.Option(
+        "--loads",
+        help="Dynamic strategies and --migrate-at: what a partition's load is. work: the "
+        "program's work counts (the same moves every run); cpu: the CPU seconds its tasks "
+        "took (what they really cost, overheads included; the moves vary from run to run, "
+        "the fields do not); auto: work where the program counts its work (work_field or "
+        "its own work()), else cpu.",
+    ),
+]
 CellsOpt = Annotated[
     str | None, typer.Option("--cells", help="Cells per axis (default: the scene's).")
 ]
@@ -239,6 +250,7 @@ def run_command(
     exchange: ExchangeOpt = "ac",
     shm: ShmOpt = True,
     migrate_at: MigrateAtOpt = None,
+    loads: LoadsOpt = "auto",
     cells: CellsOpt = None,
     record: RecordOpt = None,
     timeline: TimelineOpt = None,
@@ -260,7 +272,7 @@ def run_command(
         scene=scene, parts=parts, cells=cells, steps=steps, strategy=strategy, interval=interval,
         threshold=threshold, balancer=balancer, window=window, placement=placement, seed=seed,
         threads=threads, executor=executor, reduction=reduction, exchange=exchange, shm=shm,
-        migrate_at=migrate_at, timeout=timeout,
+        migrate_at=migrate_at, loads=loads, timeout=timeout,
     )  # fmt: skip
     files = {"--record": record, "--timeline": timeline, "--checkpoint": checkpoint}
     given = _given(ctx)

@@ -200,6 +200,7 @@ def run_program(
         )
         if run.dynamic is not None:
             outcome.summary["dynamic"] = _dynamic_parameters(run.dynamic)
+        outcome.summary["loads"] = load_kind(program, run.loads)
     first, last = gathered[0][0], gathered[0][-1]
     outcome.summary["setup_seconds"] = max(0.0, first["started"] - setup_started)
     outcome.summary["gather_seconds"] = max(
@@ -275,10 +276,12 @@ def _execute(
         # Rebalanced inside the run: the runner re-plans in place at each cut.
         if run.dynamic is not None:
             cuts = call_steps(run.dynamic, run.steps)
-            propose = _dynamic_proposal(program, run.dynamic, comm, run.threads)
+            propose = _dynamic_proposal(
+                program, run.dynamic, comm, run.threads, load_kind(program, run.loads)
+            )
         else:
             cuts = [run.migrate_at]
-            propose = _greedy_proposal(program, comm)
+            propose = _greedy_proposal(program, comm, load_kind(program, run.loads))
         mover = _InRun(node_of, comm, on_migrate, propose, report_unchanged=run.dynamic is None)
         done.results = run_tasks(program, node_of, steps, cuts=cuts, rebalance=mover, **kwargs)
         done.mover, done.final_node_of, done.migrated_bytes = mover, mover.current, mover.migrated
@@ -416,17 +419,36 @@ def _dynamic_parameters(dynamic) -> dict[str, Any]:
     return {"name": dynamic.name, **{k: v for k, v in params.items() if isinstance(v, scalars)}}
 
 
-def _greedy_proposal(program: Program, comm):
-    """``--migrate-at``: greedy on the last step's work counts (deterministic, every rank
-    computes it); ``None`` where it would leave a rank without partitions."""
+def load_kind(program: Program, loads: str) -> str:
+    """``"work"`` or ``"cpu"``: what ``loads`` (:data:`~grapeshot.runtime.run_options.LOADS`)
+    means for ``program`` (``"auto"``: work counts where it counts its work)."""
+    if loads != "auto":
+        return loads
+    counts = program.work_field is not None or type(program).work is not Program.work
+    return "work" if counts else "cpu"
+
+
+def _gathered_loads(comm, result: RankResult, kind: str, n_parts: int) -> np.ndarray | None:
+    """On rank 0, float64 ``(steps, P)``: every partition's load in each step of the segment
+    (``None`` elsewhere; collective)."""
+    gathered = comm.gather(result.loads(kind), root=0)
+    if gathered is None:
+        return None
+    steps = max(loads.shape[0] for _, loads in gathered)
+    every = np.zeros((steps, n_parts))
+    for parts, loads in gathered:
+        every[: loads.shape[0], parts] = loads
+    return every
+
+
+def _greedy_proposal(program: Program, comm, kind: str):
+    """``--migrate-at``: greedy on the last step's loads (``kind``), every rank deciding from
+    the same gathered loads; ``None`` where it would leave a rank without partitions."""
     size = comm.Get_size()
 
     def propose(step: int, result: RankResult, current: np.ndarray):
-        work = {}
-        for part in comm.allgather({p: w[-1] for p, w in result.work.items()}):
-            work.update(part)
-        loads = np.array([work[p] for p in range(program.n_parts)], dtype=np.float64)
-        new = greedy_rebalance(loads, np.full(size, result.threads))
+        loads = comm.bcast(_gathered_loads(comm, result, kind, program.n_parts), root=0)
+        new = greedy_rebalance(loads[-1], np.full(size, result.threads))
         return None if np.bincount(new, minlength=size).min() == 0 else new
 
     return propose
@@ -483,10 +505,11 @@ def _ranks_machine(size: int, threads: int):
     return Machine("mpi-ranks", size, NodeTree((("core", int(threads)),)))
 
 
-def _dynamic_proposal(program: Program, dynamic, comm, threads: int):
+def _dynamic_proposal(program: Program, dynamic, comm, threads: int, kind: str):
     """The proposal of ``dynamic`` at a cut (see :func:`run_program`): the ranks gather the
-    partitions' work counts of the segment, rank 0's strategy decides, every rank gets its
-    proposal (an error in the strategy crosses ranks as data, so no rank hangs)."""
+    partitions' loads of the segment (``kind``: work counts or CPU seconds), rank 0's
+    strategy decides, every rank gets its proposal (an error in the strategy crosses ranks
+    as data, so no rank hangs)."""
     rank, size = comm.Get_rank(), comm.Get_size()
     halo = halo_comm(program) if rank == 0 else None
     cores = np.full(size, threads, dtype=np.int64)
@@ -500,16 +523,14 @@ def _dynamic_proposal(program: Program, dynamic, comm, threads: int):
         _warm_strategy(dynamic, program.n_parts, cores, halo, machine)
 
     def propose(step: int, r: RankResult, current: np.ndarray):
-        work = {}
-        for part in comm.gather(r.work, root=0) or []:
-            work.update(part)
+        loads = _gathered_loads(comm, r, kind, program.n_parts)
         proposal, error = None, None
         if rank == 0:
-            loads = np.array([work[p] for p in range(program.n_parts)], dtype=np.float64).T
             try:
                 proposal = dynamic.rebalance(
                     step=step, loads=loads, node_of=current.astype(np.int64), cores=cores.copy(),
-                    state_bytes=_state_bytes(program, r, work), comm=halo, machine=machine,
+                    state_bytes=_state_bytes(r, _sized_by(kind, loads)), comm=halo,
+                    machine=machine,
                 )  # fmt: skip
                 if proposal is not None:
                     proposal = np.asarray(proposal, dtype=np.int32)
@@ -557,18 +578,22 @@ def _warm_strategy(dynamic, n_parts: int, cores: np.ndarray, halo, machine) -> N
             )  # fmt: skip
 
 
-def _state_bytes(program, r: RankResult, work) -> np.ndarray:
+def _sized_by(kind: str, loads: np.ndarray) -> np.ndarray:
+    """float64 ``(P,)``: what a partition's state size is taken to follow, the last step's
+    work counts (particles, cells), or with CPU seconds as loads nothing (all alike)."""
+    return loads[-1] if kind == "work" else np.ones(loads.shape[1])
+
+
+def _state_bytes(r: RankResult, weights: np.ndarray) -> np.ndarray:
     """Bytes of each partition's state, estimated from rank 0's own blocks (int64, ``(P,)``).
 
-    Partitions on other ranks get the mean size per work unit of rank 0's partitions: the
-    strategy only weighs them against each other."""
+    Partitions on other ranks get the mean size per unit of ``weights`` (float64, ``(P,)``)
+    of rank 0's partitions: the strategy only weighs them against each other."""
+    weights = np.maximum(1.0, np.floor(weights))
     sizes = {p: sum(a.nbytes for a in b.values()) for p, b in r.blocks.items()}
-    total_work = sum(max(1, int(work[p][-1])) for p in sizes)
-    per_work = sum(sizes.values()) / max(total_work, 1)
-    return np.array(
-        [sizes.get(p, per_work * max(1, int(work[p][-1]))) for p in range(program.n_parts)],
-        dtype=np.int64,
-    )
+    per_unit = sum(sizes.values()) / max(sum(weights[p] for p in sizes), 1.0)
+    estimate = per_unit * weights
+    return np.array([sizes.get(p, estimate[p]) for p in range(weights.size)], dtype=np.int64)
 
 
 def _move_blocks(blocks, new, comm, size):

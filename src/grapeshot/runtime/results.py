@@ -58,6 +58,22 @@ class RankResult:
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)
 
+    def loads(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """This rank's partitions and their loads in each step of the segment: int64
+        ``(L,)`` and float64 ``(steps, L)``; ``kind`` ``"work"``: the work counts,
+        ``"cpu"``: the thread CPU seconds of each partition's tasks (all its phases)."""
+        parts = np.array(sorted(self.work), dtype=np.int64)
+        steps = len(self.work[int(parts[0])]) if parts.size else 0
+        if kind == "work":
+            counts = [self.work[p] for p in parts.tolist()]
+            return parts, np.array(counts, dtype=np.float64).reshape(parts.size, steps).T
+        tasks = self.tasks.arrays()
+        seconds = np.zeros((steps, parts.size))
+        if tasks["step"].size:
+            row = tasks["step"] - tasks["step"].min()
+            np.add.at(seconds, (row, np.searchsorted(parts, tasks["part"])), tasks["cpu"])
+        return parts, seconds
+
 
 @dataclass
 class Tally:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 #: The executors: the task runtime, the bulk-synchronous reference (one partition per rank),
 #: the serial reference for results (one rank).
 EXECUTORS = ("task", "reference", "serial")
+#: What a partition's load is to a rebalance (:attr:`RunOptions.loads`).
+LOADS = ("auto", "work", "cpu")
 
 
 def check_timeout(timeout: float) -> None:
@@ -46,7 +48,7 @@ class RunOptions:
         How the ranks reduce a phase's values: ``"mpi"``, ``"linear"`` or ``"binomial"``.
     migrate_at
         With the task executor: after this many steps, rebalance greedily on the last
-        step's work counts (deterministic) and move the partitions that change rank.
+        step's loads (``loads``) and move the partitions that change rank.
     timeout
         Seconds without progress after which every rank stops, saying what it waited for.
     probe_network
@@ -55,10 +57,16 @@ class RunOptions:
     dynamic
         With the task executor: a :class:`~grapeshot.place.dynamic.DynamicStrategy` (rank
         0's instance decides). Every ``dynamic.interval`` steps (or at its ``call_steps``)
-        the ranks gather the partitions' work counts of the steps since the last call (the
-        deterministic load: measured seconds differ run to run), rank 0 asks the strategy,
-        broadcasts its proposal, and the partitions that change rank move their state.
-        Exclusive with ``migrate_at``.
+        the ranks gather the partitions' loads of the steps since the last call (``loads``),
+        rank 0 asks the strategy, broadcasts its proposal, and the partitions that change
+        rank move their state. Exclusive with ``migrate_at``.
+    loads
+        What a partition's load is to a rebalance, one of :data:`LOADS`: ``"work"``, the
+        program's work counts (:meth:`~grapeshot.model.program.Program.work`: the same
+        moves every run); ``"cpu"``, the thread CPU seconds its tasks took (what they
+        really cost, overheads included; the moves differ from run to run, the fields do
+        not); ``"auto"``, work counts where the program counts its work (a ``work_field``
+        or its own ``work``), else CPU seconds.
     exchange
         With the task executor: how migrating particles travel between ranks, ``"ac"`` (the
         runtime's own post-and-receive) or a schedule of :mod:`grapeshot.exchange`.
@@ -92,6 +100,7 @@ class RunOptions:
     checkpoint: CheckpointWriter | None = None
     checkpoint_every: int | None = None
     checkpoint_seconds: float | None = None
+    loads: str = "auto"
 
     def __post_init__(self) -> None:
         from grapeshot.exchange.schedules import ALGORITHMS as EXCHANGES
@@ -118,6 +127,14 @@ class RunOptions:
                 f"is dynamic; got --executor {executor}"
                 + (" and --migrate-at" if migrate_at is not None else ""),
                 "--executor task without --migrate-at",
+            )
+        if self.loads not in LOADS:
+            raise InputError("--loads", f"got {self.loads!r}", f"one of {', '.join(LOADS)}")
+        if self.loads != "auto" and not self.rebalanced:
+            raise InputError(
+                "--loads",
+                f"got {self.loads!r} for a run that never rebalances",
+                "a dynamic --strategy or --migrate-at",
             )
         if (self.restart is not None or self.checkpoint is not None) and executor != "task":
             option = "--restart" if self.restart is not None else "--checkpoint"

@@ -17,8 +17,9 @@ A run that rebalanced inside (a dynamic strategy) is replayed with the same stra
 again from the record (``run/rebalances``' ``dynamic`` attribute), deciding on the record's work
 counts as the runtime did, so it makes the same moves where the simulated placement is the
 real one; each call costs what the calibration measured of the runtime's (the decision, the
-moved state on the network, the re-plan). A ``--migrate-at`` run's one move is replayed as
-recorded.
+moved state on the network, the re-plan). A ``--migrate-at`` run's one move, and the moves of
+a strategy that decided on measured CPU seconds (``--loads cpu``: they differ from run to
+run), are replayed as recorded.
 
 The runtime exchanges halos before some of its phases only (the shallow-water program: two of
 three); the simulator gives every phase an exchange, so a replay simulates one phase per
@@ -121,7 +122,9 @@ def replay(path: str, calibration: Calibration) -> Replay:
         dynamic = None
         if calls is not None and len(calls["step"]):
             text = calls.attrs.get("dynamic")
-            if text is not None:
+            # A strategy deciding on work counts decides again as it did; on measured CPU
+            # seconds (``--loads cpu``) its moves are the record's.
+            if text is not None and attrs.get("loads", "work") == "work":
                 params = json.loads(text)
                 dynamic = make_dynamic_strategy(params.pop("name"), **params)
             else:
