@@ -54,6 +54,7 @@ def test_run_in_one_process_gives_the_serial_bits() -> None:
         ({"interval": 5}, "--interval"),  # with the static default strategy
         ({"loads": "cpu"}, "--loads"),  # likewise
         ({"loads": "time", "strategy": "refine"}, "--loads"),
+        ({"lazy_moves": True}, "--lazy-moves"),
         ({"strategy": "nosuch"}, "strategy"),
         ({"steps": 0}, "--steps"),
         ({"executor": "gpu"}, "--executor"),
@@ -78,20 +79,21 @@ SCRIPT = """
 import json, grapeshot
 moves = []
 outcome = grapeshot.run(app={app!r}, parts="8,4", cells="64,32", steps=6, strategy="refine",
-                        interval=2, loads="cpu", on_migrate=moves.append)
+                        interval=2, loads="cpu", lazy_moves=True, on_migrate=moves.append)
 if outcome is not None:
     print(json.dumps({{"digest": outcome.summary["fields_digest"],
                       "ranks": outcome.summary["ranks"], "dynamic": outcome.summary["dynamic"],
                       "loads": outcome.summary["loads"],
+                      "deferred": outcome.summary["proposals_deferred"],
                       "calls": len(outcome.rebalances["step"])}}))
 """
 
 
 def test_run_on_two_ranks_with_a_dynamic_strategy_gives_the_serial_bits() -> None:
-    """``refine`` every 2 steps on the tasks' measured CPU seconds (what it moves varies from
-    run to run: the fields do not)."""
+    """``refine`` every 2 steps on the tasks' measured CPU seconds, its moves made when paid
+    for (what it moves varies from run to run: the fields do not)."""
     proc = run_mpi(2, ["-m", "mpi4py", "-c", SCRIPT.format(app=HEAT)], work=5)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["ranks"] == 2 and got["dynamic"]["name"] == "refine" and got["calls"] == 2
-    assert got["loads"] == "cpu"
+    assert got["loads"] == "cpu" and got["deferred"] in (0, 1)
     assert got["digest"] == _serial_digest((8, 4), (64, 32), 6)

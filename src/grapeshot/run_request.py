@@ -67,6 +67,7 @@ class RunRequest:
     shm: bool = True
     migrate_at: int | None = None
     loads: str = "auto"
+    lazy_moves: bool = False
     timeout: float = 120.0
 
     def part_shape(self) -> tuple[int, ...]:
@@ -113,7 +114,8 @@ class PreparedRun:
         return dict(
             steps=r.steps, strategy=self.strategy, seed=r.seed, threads=int(r.threads),
             executor=r.executor, reduction=r.reduction, exchange=r.exchange, shm=r.shm,
-            migrate_at=r.migrate_at, loads=r.loads, timeout=r.timeout, dynamic=self.dynamic,
+            migrate_at=r.migrate_at, loads=r.loads, lazy_moves=r.lazy_moves, timeout=r.timeout,
+            dynamic=self.dynamic,
         )  # fmt: skip
 
     def strategy_name(self) -> str:

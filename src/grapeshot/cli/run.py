@@ -184,6 +184,16 @@ LoadsOpt = Annotated[
         "its own work()), else cpu.",
     ),
 ]
+LazyMovesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--lazy-moves",
+        help="Dynamic strategies: make a proposal's moves only once the time the current "
+        "placement lost against the proposals since the last move (measured loads) reaches "
+        "what that move cost (its pause, measured): no more paid in moves than imbalance "
+        "costs (docs/dynamic.md).",
+    ),
+]
 CellsOpt = Annotated[
     str | None, typer.Option("--cells", help="Cells per axis (default: the scene's).")
 ]
@@ -251,6 +261,7 @@ def run_command(
     shm: ShmOpt = True,
     migrate_at: MigrateAtOpt = None,
     loads: LoadsOpt = "auto",
+    lazy_moves: LazyMovesOpt = False,
     cells: CellsOpt = None,
     record: RecordOpt = None,
     timeline: TimelineOpt = None,
@@ -272,7 +283,7 @@ def run_command(
         scene=scene, parts=parts, cells=cells, steps=steps, strategy=strategy, interval=interval,
         threshold=threshold, balancer=balancer, window=window, placement=placement, seed=seed,
         threads=threads, executor=executor, reduction=reduction, exchange=exchange, shm=shm,
-        migrate_at=migrate_at, loads=loads, timeout=timeout,
+        migrate_at=migrate_at, loads=loads, lazy_moves=lazy_moves, timeout=timeout,
     )  # fmt: skip
     files = {"--record": record, "--timeline": timeline, "--checkpoint": checkpoint}
     given = _given(ctx)

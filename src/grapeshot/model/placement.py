@@ -884,6 +884,18 @@ def load_imbalance(load: np.ndarray, cores: np.ndarray | None = None) -> np.ndar
         return np.where(level > 0, peak / np.where(level > 0, level, 1.0) - 1.0, 0.0)
 
 
+def peak_loads(load: np.ndarray, node_of: np.ndarray, cores: np.ndarray) -> np.ndarray:
+    """float64 ``(steps,)``: in each step, the busiest node's load per core when the
+    partitions' loads ``load`` (float, ``(steps, P)``) run on nodes ``node_of`` (int,
+    ``(P,)``) of ``cores`` cores each (``(nodes,)``): the step's time, everything else
+    waiting for it."""
+    load = np.asarray(load, dtype=np.float64)
+    n, steps = len(cores), load.shape[0]
+    at = (np.arange(steps)[:, None] * n + np.asarray(node_of)[None, :]).ravel()
+    node_load = np.bincount(at, weights=load.ravel(), minlength=steps * n).reshape(steps, n)
+    return (node_load / np.asarray(cores, dtype=np.float64)).max(axis=1)
+
+
 def placement_metrics(
     placement: Placement, workload: Workload, machine: Machine | None = None
 ) -> PlacementMetrics:

@@ -22,6 +22,7 @@ from grapeshot.model.fields import assemble_fields, fields_digest
 from grapeshot.model.program import Program
 from grapeshot.place.dynamic import call_steps
 from grapeshot.place.greedy import greedy_rebalance
+from grapeshot.place.paid_moves import MoveLedger
 from grapeshot.place.static import get_static_strategy
 from grapeshot.runtime.agreement import rank_zero_decides
 from grapeshot.runtime.checkpoint import (
@@ -201,6 +202,9 @@ def run_program(
         if run.dynamic is not None:
             outcome.summary["dynamic"] = _dynamic_parameters(run.dynamic)
         outcome.summary["loads"] = load_kind(program, run.loads)
+        if done.ledger is not None:  # rank 0's: the proposals whose moves were not made
+            outcome.summary["lazy_moves"] = True
+            outcome.summary["proposals_deferred"] = done.ledger.deferred
     first, last = gathered[0][0], gathered[0][-1]
     outcome.summary["setup_seconds"] = max(0.0, first["started"] - setup_started)
     outcome.summary["gather_seconds"] = max(
@@ -244,6 +248,7 @@ class _Executed:
     seg_starts: list[int] | None = None
     mover: _InRun | None = None
     boundary: Boundary | None = None
+    ledger: MoveLedger | None = None
 
 
 def _execute(
@@ -274,15 +279,18 @@ def _execute(
         done.results = run_tasks(program, node_of, steps, **kwargs)
     else:
         # Rebalanced inside the run: the runner re-plans in place at each cut.
+        ledger = None
         if run.dynamic is not None:
             cuts = call_steps(run.dynamic, run.steps)
+            ledger = MoveLedger() if run.lazy_moves else None
             propose = _dynamic_proposal(
-                program, run.dynamic, comm, run.threads, load_kind(program, run.loads)
+                program, run.dynamic, comm, run.threads, load_kind(program, run.loads), ledger
             )
         else:
             cuts = [run.migrate_at]
             propose = _greedy_proposal(program, comm, load_kind(program, run.loads))
         mover = _InRun(node_of, comm, on_migrate, propose, report_unchanged=run.dynamic is None)
+        done.ledger = ledger
         done.results = run_tasks(program, node_of, steps, cuts=cuts, rebalance=mover, **kwargs)
         done.mover, done.final_node_of, done.migrated_bytes = mover, mover.current, mover.migrated
     # Segments end at rebalances and checkpoints: each starts where the one before ended.
@@ -505,12 +513,16 @@ def _ranks_machine(size: int, threads: int):
     return Machine("mpi-ranks", size, NodeTree((("core", int(threads)),)))
 
 
-def _dynamic_proposal(program: Program, dynamic, comm, threads: int, kind: str):
+def _dynamic_proposal(
+    program: Program, dynamic, comm, threads: int, kind: str, ledger: MoveLedger | None
+):
     """The proposal of ``dynamic`` at a cut (see :func:`run_program`): the ranks gather the
     partitions' loads of the segment (``kind``: work counts or CPU seconds), rank 0's
     strategy decides, every rank gets its proposal (an error in the strategy crosses ranks
-    as data, so no rank hangs)."""
+    as data, so no rank hangs). With a ``ledger`` (``--lazy-moves``), rank 0 makes a
+    proposal's moves only once the current placement's losses have paid for them."""
     rank, size = comm.Get_rank(), comm.Get_size()
+    moved_at: list[float] = []  # when the last call that moved began (rank 0's clock)
     halo = halo_comm(program) if rank == 0 else None
     cores = np.full(size, threads, dtype=np.int64)
     # Strategies that map onto a machine's tree and network (``needs_machine``) get the ranks
@@ -523,8 +535,11 @@ def _dynamic_proposal(program: Program, dynamic, comm, threads: int, kind: str):
         _warm_strategy(dynamic, program.n_parts, cores, halo, machine)
 
     def propose(step: int, r: RankResult, current: np.ndarray):
+        called = time.perf_counter()
         loads = _gathered_loads(comm, r, kind, program.n_parts)
         proposal, error = None, None
+        if rank == 0 and ledger is not None and moved_at:
+            ledger.priced(r.started - moved_at.pop())  # that call, the moves, the re-plan
         if rank == 0:
             try:
                 proposal = dynamic.rebalance(
@@ -547,6 +562,12 @@ def _dynamic_proposal(program: Program, dynamic, comm, threads: int, kind: str):
                         )
                     if np.bincount(proposal, minlength=size).min() == 0:
                         proposal = None  # a rank must keep at least one partition
+                if proposal is not None and not np.array_equal(proposal, current):
+                    seconds = loads if kind == "cpu" else loads * _seconds_per_work(r)
+                    if ledger is not None and not ledger.worth(seconds, current, proposal, cores):
+                        proposal = None
+                    elif ledger is not None:
+                        moved_at.append(called)
             except InputError as exc:
                 error = (exc.where, exc.problem, exc.expected)
         error, proposal = comm.bcast((error, proposal), root=0)
@@ -555,6 +576,13 @@ def _dynamic_proposal(program: Program, dynamic, comm, threads: int, kind: str):
         return proposal
 
     return propose
+
+
+def _seconds_per_work(r: RankResult) -> float:
+    """This rank's CPU seconds per work count in the segment ``r``: what turns work counts
+    into time."""
+    work = r.loads("work")[1].sum()
+    return float(r.loads("cpu")[1].sum() / work) if work > 0 else 0.0
 
 
 def _warm_strategy(dynamic, n_parts: int, cores: np.ndarray, halo, machine) -> None:

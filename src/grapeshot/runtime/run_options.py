@@ -67,6 +67,10 @@ class RunOptions:
         really cost, overheads included; the moves differ from run to run, the fields do
         not); ``"auto"``, work counts where the program counts its work (a ``work_field``
         or its own ``work``), else CPU seconds.
+    lazy_moves
+        With ``dynamic``: rank 0 makes a proposal's moves only once the time the current
+        placement lost against the proposals since the last move reaches what that move
+        cost (:class:`~grapeshot.place.paid_moves.MoveLedger`).
     exchange
         With the task executor: how migrating particles travel between ranks, ``"ac"`` (the
         runtime's own post-and-receive) or a schedule of :mod:`grapeshot.exchange`.
@@ -101,6 +105,7 @@ class RunOptions:
     checkpoint_every: int | None = None
     checkpoint_seconds: float | None = None
     loads: str = "auto"
+    lazy_moves: bool = False
 
     def __post_init__(self) -> None:
         from grapeshot.exchange.schedules import ALGORITHMS as EXCHANGES
@@ -135,6 +140,10 @@ class RunOptions:
                 "--loads",
                 f"got {self.loads!r} for a run that never rebalances",
                 "a dynamic --strategy or --migrate-at",
+            )
+        if self.lazy_moves and self.dynamic is None:
+            raise InputError(
+                "--lazy-moves", "given without a dynamic strategy", "a dynamic --strategy"
             )
         if (self.restart is not None or self.checkpoint is not None) and executor != "task":
             option = "--restart" if self.restart is not None else "--checkpoint"

@@ -18,8 +18,9 @@ again from the record (``run/rebalances``' ``dynamic`` attribute), deciding on t
 counts as the runtime did, so it makes the same moves where the simulated placement is the
 real one; each call costs what the calibration measured of the runtime's (the decision, the
 moved state on the network, the re-plan). A ``--migrate-at`` run's one move, and the moves of
-a strategy that decided on measured CPU seconds (``--loads cpu``: they differ from run to
-run), are replayed as recorded.
+a strategy that decided on measured CPU seconds (``--loads cpu``) or made moves only when
+their measured cost was paid for (``--lazy-moves``) (they differ from run to run), are
+replayed as recorded.
 
 The runtime exchanges halos before some of its phases only (the shallow-water program: two of
 three); the simulator gives every phase an exchange, so a replay simulates one phase per
@@ -123,8 +124,10 @@ def replay(path: str, calibration: Calibration) -> Replay:
         if calls is not None and len(calls["step"]):
             text = calls.attrs.get("dynamic")
             # A strategy deciding on work counts decides again as it did; on measured CPU
-            # seconds (``--loads cpu``) its moves are the record's.
-            if text is not None and attrs.get("loads", "work") == "work":
+            # seconds (``--loads cpu``) or measured pauses (``--lazy-moves``), its moves are
+            # the record's.
+            decided_again = attrs.get("loads", "work") == "work" and not attrs.get("lazy_moves")
+            if text is not None and decided_again:
                 params = json.loads(text)
                 dynamic = make_dynamic_strategy(params.pop("name"), **params)
             else:
