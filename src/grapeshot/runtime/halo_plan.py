@@ -521,7 +521,7 @@ class GridPlan:
     sent: LinkArrays
     sent_bytes: np.ndarray
 
-    @property
+    @cached_property
     def pair_bytes(self) -> dict[tuple[int, int], int]:
         """``{(src, dst): bytes}`` one round of this exchange moves between partitions (two
         neighbours on both sides of a periodic axis two partitions wide: both halos)."""

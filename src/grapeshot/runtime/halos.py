@@ -79,6 +79,7 @@ class Halos:
         #: The grid exchanges whose messages the phase before packed already.
         self.prepacked: set[int] = set()
         self.custom_halo: dict[tuple[int, int], int] = {}
+        self._pairs: dict[tuple[int, int], int] | None = None
         #: Every local position: the ready tasks of a phase without an exchange.
         self.everyone = np.arange(len(plan.local), dtype=np.int64)
 
@@ -253,13 +254,28 @@ class Halos:
         self.custom_halo[(src, dst)] = self.custom_halo.get((src, dst), 0) + nbytes
         self.tally.copied_bytes += nbytes
 
+    def _pair_bytes(self) -> dict[tuple[int, int], int]:
+        """``{(src, dst): bytes}`` of one round of every grid exchange of the plan (kept: a
+        segment's count is this times its rounds)."""
+        if self._pairs is None:
+            self._pairs = {}
+            for plan in self.plan.plans.values():
+                for pair, nbytes in plan.pair_bytes.items():
+                    self._pairs[pair] = self._pairs.get(pair, 0) + nbytes
+        return self._pairs
+
     def take_halo_bytes(self) -> dict[tuple[int, int], int]:
         """``{(source partition, destination partition): bytes}`` of every halo since the last
         take; counting starts afresh (a run's segments each report their own)."""
-        total = dict(self.custom_halo)
-        for k, plan in self.plan.plans.items():
-            for pair, nbytes in plan.pair_bytes.items():
-                total[pair] = total.get(pair, 0) + nbytes * self.rounds[k]
+        rounds = set(self.rounds.values())
+        if len(rounds) == 1 and not self.custom_halo:  # every exchange as often: one scaling
+            r = rounds.pop()
+            total = {pair: nbytes * r for pair, nbytes in self._pair_bytes().items() if r}
+        else:
+            total = dict(self.custom_halo)
+            for k, plan in self.plan.plans.items():
+                for pair, nbytes in plan.pair_bytes.items():
+                    total[pair] = total.get(pair, 0) + nbytes * self.rounds[k]
         self.rounds = dict.fromkeys(self.plan.plans, 0)
         self.custom_halo = {}
         return total
