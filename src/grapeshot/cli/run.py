@@ -500,6 +500,12 @@ def _print_run(program, summary: dict, record, timeline) -> None:
         f"gathering {summary['gather_seconds']:.3f} s after) · {summary['messages']} "
         f"messages, {summary['bytes_sent']:,} bytes · digest {summary['fields_digest'][:16]}"
     )
+    if "loads" in summary:  # partitions could move: on what, and how many proposals waited
+        waited = summary.get("proposals_deferred")
+        console.print(
+            f"rebalanced on {'work counts' if summary['loads'] == 'work' else 'CPU seconds'}"
+            + ("" if waited is None else f"; {waited} proposals not made (--lazy-moves)")
+        )
     for path in (record, timeline):
         if path is not None:
             console.print(f"written: {path}")
