@@ -174,15 +174,17 @@ def figure_table(outcomes: list[Outcome]) -> list[str]:
     return rows
 
 
-def body(outcomes: list[Outcome]) -> list[str]:
-    """Each benchmark's command, status, duration and full output."""
+def body(outcomes: list[Outcome], started: dt.datetime) -> list[str]:
+    """Each benchmark's command, status, duration, when and at which commit it ran (a
+    partial ``--update`` leaves the others' as they were), and its full output."""
     out = ["## Output of each benchmark", ""]
+    when = f"{started.isoformat(timespec='minutes')}, commit {_commit()}"
     for o in outcomes:
         status = "ok" if o.status == 0 else f"**FAILED (exit status {o.status})**"
         out += [
             f"### {o.name}",
             "",
-            f"`{' '.join(o.command)}` — {status}, {o.seconds:.0f} s",
+            f"`{' '.join(o.command)}` — {status}, {o.seconds:.0f} s ({when})",
             "",
             "```text",
             o.output.rstrip("\n"),
@@ -219,10 +221,14 @@ def merged(path: Path, outcomes: list[Outcome], started: dt.datetime, total: flo
     names = {o.name for o in outcomes}
     for o in outcomes:
         rows[o.name] = [r for r in fresh_rows if r.startswith(f"| {o.name} |")]
-        sections[o.name] = body([o])[2:]
+        sections[o.name] = body([o], started)[2:]
     rerun = ", ".join(sorted(names))
     lines = header(started, total)
-    lines.insert(-1, f"- updated: {rerun} ran again at this commit; the others are from ({stamp})")
+    lines.insert(
+        -1,
+        f"- updated: {rerun} ran again at this commit; the others as the run before left them "
+        f"({stamp}; each benchmark's output below says when it ran, where it says so)",
+    )
     table = figure_table([])
     lines += table[:4] + [r for name in sorted(rows) for r in rows[name]] + table[4:]
     lines += ["## Output of each benchmark", ""]
@@ -266,7 +272,7 @@ def main() -> int:
     if args.update:
         lines = merged(args.out, outcomes, started, total)
     else:
-        lines = header(started, total) + figure_table(outcomes) + body(outcomes)
+        lines = header(started, total) + figure_table(outcomes) + body(outcomes, started)
     write_atomically(args.out, "\n".join(lines))
     failed = [o.name for o in outcomes if o.status != 0]
     print(f"wrote {args.out}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
