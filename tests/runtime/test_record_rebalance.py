@@ -150,3 +150,30 @@ def test_a_migrate_at_run_is_replayed_with_its_recorded_move(tmp_path) -> None:
     assert r.result.partitions_migrated == migration["parts_moved"] > 0
     assert [step for step, _ in r.result.placements[1:]] == [6]
     assert np.array_equal(r.result.placements[-1][1], final)
+
+
+@pytest.mark.mpi
+def test_a_lazy_run_on_measured_seconds_is_replayed_with_its_recorded_moves(tmp_path) -> None:
+    """``--lazy-moves --loads cpu``: which proposals are made depends on measured seconds,
+    so the replay makes the record's moves, at the record's steps; the proposals it did not
+    make are counted (the first that moves is made: later ones rarely pay on this small
+    front, where a move costs milliseconds and balance gains microseconds)."""
+    record = tmp_path / "run.h5"
+    proc = run_mpi(
+        2,
+        ["-m", "grapeshot.cli.main", "run", "--app", FRONT, "--cells", "256,128",
+         "--parts", "16,16", "--steps", "20", "--strategy", "greedy-refine", "--interval", "2",
+         "--lazy-moves", "--loads", "cpu", "--record", str(record), "--json"],
+        timeout=300,
+    )  # fmt: skip
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["loads"] == "cpu" and summary["lazy_moves"] is True
+    moved = [m for m in summary["migrations"] if m["parts_moved"] > 0]
+    assert len(moved) >= 1 and summary["proposals_deferred"] > 0
+    with h5py.File(record) as f:
+        assert bool(f["run"].attrs["lazy_moves"]) and f["run"].attrs["loads"] == "cpu"
+        calls = {k: v[()] for k, v in f["run/rebalances"].items()}
+    r = replay(str(record), calibration_from_record(str(record)))
+    made = [(int(s), tuple(calls["node_of"][i])) for i, s in enumerate(calls["step"])
+            if calls["parts_moved"][i] > 0]  # fmt: skip
+    assert [(s, tuple(p)) for s, p in r.result.placements[1:]] == made
