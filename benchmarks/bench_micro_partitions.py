@@ -30,7 +30,7 @@ bits. The output names it; never only the split that loses.
    geometric 2×1 and Birdshot 8×8 and 16×16 from their records' task costs.
 6. With ``front``: ``greedy-refine`` every 5 steps at 16×16, rebalancing inside the run,
    making every proposal and with ``--lazy-moves`` (a proposal's moves made once the
-   imbalance they cure has cost what the last move did); the simulator, calibrated from each
+   imbalance they cure has cost what a move does); the simulator, calibrated from each
    run's own record (the calls' and re-plans' seconds too), replays the first and Birdshot
    16×16 (the control, no rebalance). Goals (issue 41): within 10% of the measured wall time,
    and the same moves; the better of the two dynamic runs ≤ 0.70× the best one-block run.

@@ -30,23 +30,27 @@ def test_the_first_move_is_made_and_prices_the_next_ones() -> None:
     ledger = MoveLedger()
     # 2 steps at 2 s a heavy partition: current peak 4 s a step, balanced 3: 1 s lost a step.
     assert ledger.worth(_window(2, 2.0), CURRENT, BALANCED, CORES)
-    ledger.priced(5.0)  # that move paused the run 5 s
+    ledger.paused(5.0, moved=True)  # that call and its move paused the run 5 s
     # Each window now loses 2 s against the proposal: the third pays for a move.
     assert not ledger.worth(_window(2, 2.0), CURRENT, BALANCED, CORES)
     assert ledger.owed == 2.0
     assert not ledger.worth(_window(2, 2.0), CURRENT, BALANCED, CORES)
     assert ledger.worth(_window(2, 2.0), CURRENT, BALANCED, CORES)
     assert (ledger.owed, ledger.deferred) == (0.0, 2)
+    # A call that moved nothing paused 1 s: a move adds 4 s (its call's pause less that).
+    ledger.paused(1.0, moved=False)
+    assert ledger.price == 4.0
 
 
 def test_a_proposal_no_better_than_the_placement_owes_nothing() -> None:
     ledger = MoveLedger()
-    ledger.priced(1.0)
+    ledger.paused(1.0, moved=True)
     # Balanced now: the "proposal" would unbalance it; the debt stays at zero, not below.
     assert not ledger.worth(_window(3, 1.0), BALANCED, CURRENT, CORES)
     assert ledger.owed == 0.0
     assert not ledger.worth(_window(3, 3.0), BALANCED, CURRENT, CORES)
     assert ledger.owed == 0.0
-    # A free move (priced at 0) is made as soon as it gains anything or costs nothing.
-    ledger.priced(0.0)
+    # A call that moved nothing paused as long: a move adds nothing, and is made at once.
+    ledger.paused(1.0, moved=False)
+    assert ledger.price == 0.0
     assert ledger.worth(_window(1, 1.0), CURRENT, BALANCED, CORES)

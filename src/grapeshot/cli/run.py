@@ -190,8 +190,8 @@ LazyMovesOpt = Annotated[
         "--lazy-moves",
         help="Dynamic strategies: make a proposal's moves only once the time the current "
         "placement lost against the proposals since the last move (measured loads) reaches "
-        "what that move cost (its pause, measured): no more paid in moves than imbalance "
-        "costs (docs/dynamic.md).",
+        "what a move costs (the pause it adds, measured): no more paid in moves than "
+        "imbalance costs (docs/dynamic.md).",
     ),
 ]
 CellsOpt = Annotated[

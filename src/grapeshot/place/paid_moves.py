@@ -9,11 +9,13 @@ balance over their window, each pausing 8-11 ms).
 :class:`MoveLedger` applies the rent-or-buy rule: every call adds up what the current
 placement lost against the proposal over the window just measured (the busiest node's time
 per step, current minus proposed), and the proposal's moves are made once that debt reaches
-what the last move cost (its measured pause); the debt is then cleared. So the time lost
-to imbalance between moves is at most about one move's cost, and a run never pays for more
-moves than its imbalance costs. Charm++'s MetaLB weighs a rebalance's predicted benefit
-against its cost to the same end. The first proposal that moves anything is made: it prices
-the later ones.
+what a move costs; the debt is then cleared. So the time lost to imbalance between
+moves is at most about one move's cost, and a run never pays for more moves than its
+imbalance costs. Charm++'s MetaLB weighs a rebalance's predicted benefit against its cost to
+the same end. A move's cost is what it added to its call's pause: the pause of the last call
+that moved (from the call to the next segment's start: gathering, deciding, moving,
+re-planning) less that of the last call that did not (gathering and deciding alone). The
+first proposal that moves anything is made: it prices the later ones.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class MoveLedger:
     owed
         Seconds the current placement lost against the proposals since the last move.
     price
-        Seconds the last move cost (``None`` before the first).
+        Seconds a move costs, measured (``None`` before the first).
     deferred
         Proposals not made, so far.
     """
@@ -40,6 +42,8 @@ class MoveLedger:
         self.owed = 0.0
         self.price: float | None = None
         self.deferred = 0
+        self._moving: float | None = None
+        self._still = 0.0
 
     def worth(
         self, seconds: np.ndarray, current: np.ndarray, proposal: np.ndarray, cores: np.ndarray
@@ -55,6 +59,12 @@ class MoveLedger:
         self.deferred += 1
         return False
 
-    def priced(self, seconds: float) -> None:
-        """The move just made cost ``seconds`` (the pause it caused, measured)."""
-        self.price = max(0.0, float(seconds))
+    def paused(self, seconds: float, moved: bool) -> None:
+        """The last call paused the run ``seconds`` (measured), having ``moved`` partitions
+        or not: the price of a move is the first less the second, the latest of each."""
+        if moved:
+            self._moving = float(seconds)
+        else:
+            self._still = float(seconds)
+        if self._moving is not None:
+            self.price = max(0.0, self._moving - self._still)

@@ -522,7 +522,7 @@ def _dynamic_proposal(
     as data, so no rank hangs). With a ``ledger`` (``--lazy-moves``), rank 0 makes a
     proposal's moves only once the current placement's losses have paid for them."""
     rank, size = comm.Get_rank(), comm.Get_size()
-    moved_at: list[float] = []  # when the last call that moved began (rank 0's clock)
+    last: list[tuple[float, bool]] = []  # when the last call began (rank 0's clock), moved
     halo = halo_comm(program) if rank == 0 else None
     cores = np.full(size, threads, dtype=np.int64)
     # Strategies that map onto a machine's tree and network (``needs_machine``) get the ranks
@@ -538,8 +538,9 @@ def _dynamic_proposal(
         called = time.perf_counter()
         loads = _gathered_loads(comm, r, kind, program.n_parts)
         proposal, error = None, None
-        if rank == 0 and ledger is not None and moved_at:
-            ledger.priced(r.started - moved_at.pop())  # that call, the moves, the re-plan
+        if rank == 0 and ledger is not None and last:
+            began, moved = last.pop()  # that call's pause: to this segment's start
+            ledger.paused(r.started - began, moved)
         if rank == 0:
             try:
                 proposal = dynamic.rebalance(
@@ -562,12 +563,13 @@ def _dynamic_proposal(
                         )
                     if np.bincount(proposal, minlength=size).min() == 0:
                         proposal = None  # a rank must keep at least one partition
-                if proposal is not None and not np.array_equal(proposal, current):
+                moves = proposal is not None and not np.array_equal(proposal, current)
+                if moves and ledger is not None:
                     seconds = loads if kind == "cpu" else loads * _seconds_per_work(r)
-                    if ledger is not None and not ledger.worth(seconds, current, proposal, cores):
-                        proposal = None
-                    elif ledger is not None:
-                        moved_at.append(called)
+                    if not ledger.worth(seconds, current, proposal, cores):
+                        proposal, moves = None, False
+                if ledger is not None:
+                    last.append((called, moves))
             except InputError as exc:
                 error = (exc.where, exc.problem, exc.expected)
         error, proposal = comm.bcast((error, proposal), root=0)

@@ -69,8 +69,8 @@ class RunOptions:
         or its own ``work``), else CPU seconds.
     lazy_moves
         With ``dynamic``: rank 0 makes a proposal's moves only once the time the current
-        placement lost against the proposals since the last move reaches what that move
-        cost (:class:`~grapeshot.place.paid_moves.MoveLedger`).
+        placement lost against the proposals since the last move reaches what a move costs
+        (:class:`~grapeshot.place.paid_moves.MoveLedger`).
     exchange
         With the task executor: how migrating particles travel between ranks, ``"ac"`` (the
         runtime's own post-and-receive) or a schedule of :mod:`grapeshot.exchange`.
