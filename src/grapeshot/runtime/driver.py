@@ -25,6 +25,7 @@ from grapeshot.place.greedy import greedy_rebalance
 from grapeshot.place.paid_moves import MoveLedger
 from grapeshot.place.static import get_static_strategy
 from grapeshot.runtime.agreement import rank_zero_decides
+from grapeshot.runtime.block_moves import move_blocks
 from grapeshot.runtime.checkpoint import (
     Boundary,
     RunStopped,
@@ -363,7 +364,8 @@ class _InRun:
         before, size = self.current, self.comm.Get_size()
         moved, blocks = 0, None
         if not unchanged:
-            self.current, blocks, moved = _move_blocks(result.blocks, proposal, self.comm, size)
+            blocks, moved = move_blocks(result.blocks, proposal, self.comm)
+            self.current = np.asarray(proposal, dtype=np.int32)
             self.migrated += moved
         seconds = time.perf_counter() - started
         parts_moved = int(np.count_nonzero(self.current != before))
@@ -624,21 +626,6 @@ def _state_bytes(r: RankResult, weights: np.ndarray) -> np.ndarray:
     per_unit = sum(sizes.values()) / max(sum(weights[p] for p in sizes), 1.0)
     estimate = per_unit * weights
     return np.array([sizes.get(p, estimate[p]) for p in range(weights.size)], dtype=np.int64)
-
-
-def _move_blocks(blocks, new, comm, size):
-    """Send every block whose rank changes in ``new``; ``(new, my blocks, bytes moved)``."""
-    rank = comm.Get_rank()
-    outgoing = [dict() for _ in range(size)]
-    moved = 0
-    for p, block in blocks.items():
-        if new[p] != rank:
-            outgoing[new[p]][p] = block
-            moved += sum(a.nbytes for a in block.values())
-    mine = {p: b for p, b in blocks.items() if new[p] == rank}
-    for incoming in comm.alltoall(outgoing):
-        mine.update(incoming)
-    return np.asarray(new, dtype=np.int32), mine, comm.allreduce(moved)
 
 
 def _portable(program: Program, r: RankResult, outputs: bool = True) -> dict[str, Any]:
