@@ -660,6 +660,12 @@ class Program(ABC):
             return int(block[self.work_field][0])
         return math.prod(box.shape)
 
+    @property
+    def counts_work(self) -> bool:
+        """Whether the program counts its partitions' work (a :attr:`work_field` or its own
+        :meth:`work`); otherwise a partition's count is its cells, the same for all alike."""
+        return self.work_field is not None or type(self).work is not Program.work
+
     @abstractmethod
     def output_fields(self, block: Block, box: Box) -> dict[str, np.ndarray]:
         """Interior fields of the partition, each shaped like ``box.shape`` (cells)."""

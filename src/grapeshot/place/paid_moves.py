@@ -40,10 +40,15 @@ class MoveLedger:
 
     def __init__(self) -> None:
         self.owed = 0.0
-        self.price: float | None = None
         self.deferred = 0
         self._moving: float | None = None
         self._still = 0.0
+
+    @property
+    def price(self) -> float | None:
+        """The last moving call's pause less the last still call's (``None`` before the
+        first move)."""
+        return None if self._moving is None else max(0.0, self._moving - self._still)
 
     def worth(
         self, seconds: np.ndarray, current: np.ndarray, proposal: np.ndarray, cores: np.ndarray
@@ -53,7 +58,8 @@ class MoveLedger:
         (int, ``(P,)``) and each node's cores."""
         lost = peak_loads(seconds, current, cores) - peak_loads(seconds, proposal, cores)
         self.owed = max(0.0, self.owed + float(lost.sum()))
-        if self.price is None or self.owed >= self.price:
+        price = self.price
+        if price is None or self.owed >= price:
             self.owed = 0.0
             return True
         self.deferred += 1
@@ -66,5 +72,3 @@ class MoveLedger:
             self._moving = float(seconds)
         else:
             self._still = float(seconds)
-        if self._moving is not None:
-            self.price = max(0.0, self._moving - self._still)

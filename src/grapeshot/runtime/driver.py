@@ -434,8 +434,7 @@ def load_kind(program: Program, loads: str) -> str:
     means for ``program`` (``"auto"``: work counts where it counts its work)."""
     if loads != "auto":
         return loads
-    counts = program.work_field is not None or type(program).work is not Program.work
-    return "work" if counts else "cpu"
+    return "work" if program.counts_work else "cpu"
 
 
 def _gathered_loads(comm, result: RankResult, kind: str, n_parts: int) -> np.ndarray | None:
@@ -585,8 +584,8 @@ def _dynamic_proposal(
 def _seconds_per_work(r: RankResult) -> float:
     """This rank's CPU seconds per work count in the segment ``r``: what turns work counts
     into time."""
-    work = r.loads("work")[1].sum()
-    return float(r.loads("cpu")[1].sum() / work) if work > 0 else 0.0
+    work = sum(sum(counts) for counts in r.work.values())
+    return float(np.sum(r.tasks.cpu)) / work if work > 0 else 0.0
 
 
 def _warm_strategy(dynamic, n_parts: int, cores: np.ndarray, halo, machine) -> None:

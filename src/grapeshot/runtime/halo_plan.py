@@ -111,10 +111,6 @@ class RankLinks:
         """Ranks this rank receives from, ascending (the rows of ``waits_on``)."""
         return sorted(self.recv_links)
 
-    def position(self, parts: np.ndarray) -> np.ndarray:
-        """int64: where each of ``parts`` (local partition ids) is in :attr:`local_parts`."""
-        return np.searchsorted(self.local_parts, parts).astype(np.int64)
-
 
 def rank_links(
     boxes: list[Box], node_of: np.ndarray, rank: int, offsets: tuple[Offset, ...] | None = None
@@ -717,7 +713,7 @@ def _message_pieces(
         np.concatenate([side[3] for side in sides]),
     )
     cells, sizes = _slab_table(arena, boxes, width, slabs, ghost, shared=True)
-    position = links.position(parts)
+    position = arena.positions(parts)
     # A piece starts where its message's payload does (float64 units), after the pieces
     # before it in that message.
     payload = np.array([(starts[r] + header_bytes) // 8 for r in ranks], np.int64)
@@ -768,7 +764,7 @@ def fused_halos(
         np.concatenate([[0], np.cumsum(plan.local_sizes.sum(axis=0))]).astype(np.int64),
         in_shared(plan.local_dst),
     )
-    link_src, link_dst = links.position(local.src), links.position(local.dst)
+    link_src, link_dst = arena.positions(local.src), arena.positions(local.dst)
     # Per local partition, the links that touch it (as sender or receiver), ascending.
     link = np.arange(local.src.size, dtype=np.int64)
     apart = link_dst != link_src

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grapeshot.model.program import Block, Program
+from grapeshot.model.program import Block
 from grapeshot.runtime.rank_plan import RankPlan
 from grapeshot.runtime.timeline import TaskRecord
 
@@ -136,7 +136,7 @@ class WorkLog:
             w = named.pop()
             bases = np.array([plan.arena.base[w][p] for p in local], dtype=np.int64)
             self.at = (plan.arena.flat[w], bases)
-        elif plan.all_batched and program.work_field is None and type(program).work is Program.work:
+        elif plan.all_batched and not program.counts_work:
             self.cells = np.array([np.prod(plan.boxes[p].shape) for p in local])
 
     def record(self) -> None:
