@@ -80,6 +80,13 @@ class Halos:
         self.prepacked: set[int] = set()
         self.custom_halo: dict[tuple[int, int], int] = {}
         self._pairs: dict[tuple[int, int], int] | None = None
+        #: ``{grid phase: bytes}`` of its local halos in one round.
+        self.local_bytes = {
+            k: sum(p.local_src[n].size * plan.arena.flat[n].itemsize for n in p.names)
+            for k, p in plan.plans.items()
+        }
+        #: ``{(grid phase, parity): {destination rank: message}}``, made on first use.
+        self.segments: dict[tuple[int, int], dict[int, np.ndarray]] = {}
         #: Every local position: the ready tasks of a phase without an exchange.
         self.everyone = np.arange(len(plan.local), dtype=np.int64)
 
@@ -118,7 +125,11 @@ class Halos:
             for name in plan.names:
                 arena.refresh(self.plan.blocks, name)
         parity = self.messenger.parity(step)
-        segments = {r: mail.outgoing(k, parity, r) for r in plan.send}
+        segments = self.segments.get((k, parity))
+        if segments is None:  # the mailboxes' views of this round's messages, made once
+            segments = self.segments[(k, parity)] = {
+                r: mail.outgoing(k, parity, r) for r in plan.send
+            }
         if k in self.prepacked:  # the tasks of the phase before packed them
             self.prepacked.discard(k)
         else:
@@ -137,11 +148,11 @@ class Halos:
         mail.sync()  # the writes into node neighbours' inboxes before the news of them
         for r, raw in segments.items():
             self.messenger.send_grid(k, r, raw)
-        for name in plan.names:
-            flat = arena.flat[name]
-            if k not in fusion.fused:  # else each task copies its own
+        if k not in fusion.fused:  # else each task copies its own
+            for name in plan.names:
+                flat = arena.flat[name]
                 self.dispatch.copy_local(flat, plan.local_src[name], plan.local_dst[name])
-            self.tally.copied_bytes += plan.local_src[name].size * flat.itemsize
+        self.tally.copied_bytes += self.local_bytes[k]
         self.rounds[k] += 1
 
     def outbox_free(self, k: int) -> None:
@@ -316,10 +327,11 @@ class HaloRound:
         self.grid = k in halos.plan.plans
 
     def ready(self) -> np.ndarray:
-        """Positions of the local partitions with every halo at hand, ascending."""
+        """Positions of the local partitions with every halo at hand before any message of
+        the round has arrived, ascending (planned: the phase's first tasks)."""
         if self.need is None:  # no exchange: every partition
             return self.halos.everyone
-        return np.flatnonzero(self.need == 0)
+        return self.halos.plan.unfed
 
     def next(self, block: bool = True) -> tuple[np.ndarray, float] | None:
         """Wait for the next halo message of this round; the tasks it makes ready, and the

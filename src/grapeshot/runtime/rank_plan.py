@@ -82,6 +82,9 @@ class RankPlan:
         completes a part of.
     need_template
         int ``(L,)``: how many source ranks' messages each local partition waits for.
+    unfed
+        int positions, ascending: the local partitions that wait for no message (their tasks
+        run first in a phase with an exchange).
     all_batched
         Whether every phase is batched and none has a graph exchange: then nothing ever
         rebinds a block's array, and the arena never needs a refresh.
@@ -105,6 +108,7 @@ class RankPlan:
     sources: list[int]
     feeds: dict[int, np.ndarray]
     need_template: np.ndarray
+    unfed: np.ndarray
     all_batched: bool
 
     @classmethod
@@ -151,6 +155,7 @@ class RankPlan:
         names = tuple(sorted(grid_names | batch_names))
         arena = Arena(names, links.local_parts, blocks, previous)
         sources = links.sources
+        need = links.waits_on.sum(axis=0).astype(np.int64)
         return cls(
             program=program,
             rank=rank,
@@ -177,7 +182,8 @@ class RankPlan:
             },
             sources=sources,
             feeds={r: np.flatnonzero(links.waits_on[j]) for j, r in enumerate(sources)},
-            need_template=links.waits_on.sum(axis=0).astype(np.int64),
+            need_template=need,
+            unfed=np.flatnonzero(need == 0),
             all_batched=len(batches) == len(phases) and all(ph.graph is None for ph in phases),
         )
 
