@@ -157,9 +157,9 @@ def no_halos(n_local: int) -> tuple:
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _u(index):
-    # An unsigned index: numba checks a signed one for a negative value to wrap, a branch
-    # per cell in the copy loops (every index here is a cell of the array).
+def unsigned(index):
+    """``index`` (a cell of an array, never negative) as an unsigned index: numba checks a
+    signed one for a negative value to wrap, a branch per cell in a copy loop."""
     return np.uint64(index)
 
 
@@ -176,7 +176,7 @@ def _pack(halos, i) -> None:
             row = runs + 3 * r
             first, step, count = tb[row], tb[row + 1], tb[row + 2]
             for c in range(count):
-                outbox[_u(at + c)] = data[_u(first + c * step)]
+                outbox[unsigned(at + c)] = data[unsigned(first + c * step)]
             at += count
 
 
@@ -203,7 +203,7 @@ def task_begins(halos, stamps, t, i) -> None:
             row = copies + 5 * r
             src, src_step, dst, dst_step = tb[row], tb[row + 1], tb[row + 2], tb[row + 3]
             for c in range(tb[row + 4]):
-                data[_u(dst + c * dst_step)] = data[_u(src + c * src_step)]
+                data[unsigned(dst + c * dst_step)] = data[unsigned(src + c * src_step)]
     piece_ptr, piece_at = tb[PIECE_PTR], tb[PIECE_AT]
     piece_lo, piece_hi = tb[PIECE_LO], tb[PIECE_HI]
     runs, inbox = tb[PIECE_RUNS], halos[INBOX]
@@ -213,7 +213,7 @@ def task_begins(halos, stamps, t, i) -> None:
             row = runs + 3 * r
             first, step, count = tb[row], tb[row + 1], tb[row + 2]
             for c in range(count):
-                data[_u(first + c * step)] = inbox[_u(at + c)]
+                data[unsigned(first + c * step)] = inbox[unsigned(at + c)]
             at += count
     st[_RAN + i] = 1
     st[_LAST] = i

@@ -9,23 +9,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from grapeshot.model.task_halos import unsigned
+
 
 @njit(cache=True, nogil=True)
 def gather(src: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
     """``out[i] = src[idx[i]]`` (``src`` flat, ``idx`` int64, ``out`` as long as ``idx``)."""
     for i in range(idx.size):
-        out[i] = src[idx[i]]
+        out[i] = src[unsigned(idx[i])]
 
 
 @njit(cache=True, nogil=True)
 def scatter(values: np.ndarray, idx: np.ndarray, dst: np.ndarray) -> None:
     """``dst[idx[i]] = values[i]``."""
     for i in range(idx.size):
-        dst[idx[i]] = values[i]
+        dst[unsigned(idx[i])] = values[i]
 
 
 @njit(cache=True, nogil=True)
 def copy_within(flat: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
     """``flat[dst[i]] = flat[src[i]]`` (the two index sets never overlap: interior vs ghost)."""
     for i in range(src.size):
-        flat[dst[i]] = flat[src[i]]
+        flat[unsigned(dst[i])] = flat[unsigned(src[i])]
