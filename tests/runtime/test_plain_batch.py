@@ -146,7 +146,11 @@ def _batched_against_calls(program: Program, order: list[int], cut: int) -> None
     arena = Arena(batch.fields, parts, blocks)
     arrays = tuple(arena.flat[f] for f in batch.fields)
     bases = np.array([[arena.base[f][p] for p in parts] for f in batch.fields], dtype=np.int64)
-    iparams = iparams_table(batch, boxes, parts.tolist(), arena)
+    known: dict[int, np.ndarray] = {}
+    iparams = iparams_table(batch, boxes, parts.tolist(), arena, known)
+    # A re-plan's table from the rows kept: the same rows, in the new order of partitions.
+    again = iparams_table(batch, boxes, parts[::-1].tolist(), arena, known)
+    assert np.array_equal(again, iparams[::-1]) and set(known) == set(parts.tolist())
     todo_all = np.asarray(order, dtype=np.int64)
     got = np.full(len(boxes), np.nan)
     for todo in (todo_all[:cut], todo_all[cut:]):

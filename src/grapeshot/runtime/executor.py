@@ -222,6 +222,8 @@ class RankRunner:
         #: What numba compiles while the steps run (what warm() did not).
         self.compiles = CompileClock()
         self.plan: RankPlan | None = None
+        #: The batches' iparams rows of every partition met, kept across re-plans.
+        self.iparams: dict[int, dict[int, np.ndarray]] = {}
         self.place(program, node_of, blocks, start_step)
 
     def place(
@@ -250,7 +252,9 @@ class RankRunner:
         self.dispatch.n_local = len(plan.local)
         self.slots = slots = PartSlots(len(plan.local))
         self.messenger = Messenger(data, self.mail, plan.sources, start_step, tally, watch)
-        self.tasks = PhaseTasks(plan, self.fusion, slots, self.clock, watch, self.messenger.parity)
+        self.tasks = PhaseTasks(
+            plan, self.fusion, slots, self.clock, watch, self.messenger.parity, self.iparams
+        )
         self.halos = Halos(
             plan, self.fusion, self.mail, self.messenger, self.dispatch, slots, self.clock,
             tally, watch,

@@ -517,16 +517,6 @@ class GridPlan:
     sent: LinkArrays
     sent_bytes: np.ndarray
 
-    @cached_property
-    def pair_bytes(self) -> dict[tuple[int, int], int]:
-        """``{(src, dst): bytes}`` one round of this exchange moves between partitions (two
-        neighbours on both sides of a periodic axis two partitions wide: both halos)."""
-        pairs: dict[tuple[int, int], int] = {}
-        sent = zip(self.sent.src.tolist(), self.sent.dst.tolist(), strict=True)
-        for key, nbytes in zip(sent, self.sent_bytes.tolist(), strict=True):
-            pairs[key] = pairs.get(key, 0) + nbytes
-        return pairs
-
     def message_bytes(self, table: dict[int, dict[str, np.ndarray]], arena: Arena, r: int) -> int:
         """Payload bytes of the message to or from rank ``r`` (each field padded to 8)."""
         total = 0
@@ -534,6 +524,22 @@ class GridPlan:
             n = table[r][name].size * arena.flat[name].dtype.itemsize
             total += n + (-n) % 8
         return total
+
+
+def pair_sums(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> dict[tuple[int, int], int]:
+    """``{(src, dst): bytes}``: the ``nbytes`` of every link (int arrays ``(n,)``) summed by
+    pair of partitions, in one sort (a dict update per link cost 0.5 ms a re-plan at 16×16).
+    Two partitions neighbours on both sides of a periodic axis two partitions wide have two
+    links: both halos count."""
+    if src.size == 0:
+        return {}
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    width = int(dst.max()) + 1
+    pairs, where = np.unique(src * width + dst, return_inverse=True)
+    sums = np.zeros(pairs.size, dtype=np.int64)
+    np.add.at(sums, where.ravel(), np.asarray(nbytes, dtype=np.int64))
+    keys = zip((pairs // width).tolist(), (pairs % width).tolist(), strict=True)
+    return dict(zip(keys, sums.tolist(), strict=True))
 
 
 def grid_plan(

@@ -20,6 +20,7 @@ from grapeshot.model.program import Exchange, Offset, Phase
 from grapeshot.runtime.copies import gather, scatter
 from grapeshot.runtime.dispatch import Dispatch
 from grapeshot.runtime.fusion import Fusion
+from grapeshot.runtime.halo_plan import pair_sums
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.messages import Messenger
 from grapeshot.runtime.rank_plan import RankPlan
@@ -79,7 +80,6 @@ class Halos:
         #: The grid exchanges whose messages the phase before packed already.
         self.prepacked: set[int] = set()
         self.custom_halo: dict[tuple[int, int], int] = {}
-        self._pairs: dict[tuple[int, int], int] | None = None
         #: ``{grid phase: bytes}`` of its local halos in one round.
         self.local_bytes = {
             k: sum(p.local_src[n].size * plan.arena.flat[n].itemsize for n in p.names)
@@ -265,29 +265,19 @@ class Halos:
         self.custom_halo[(src, dst)] = self.custom_halo.get((src, dst), 0) + nbytes
         self.tally.copied_bytes += nbytes
 
-    def _pair_bytes(self) -> dict[tuple[int, int], int]:
-        """``{(src, dst): bytes}`` of one round of every grid exchange of the plan (kept: a
-        segment's count is this times its rounds)."""
-        if self._pairs is None:
-            self._pairs = {}
-            for plan in self.plan.plans.values():
-                for pair, nbytes in plan.pair_bytes.items():
-                    self._pairs[pair] = self._pairs.get(pair, 0) + nbytes
-        return self._pairs
-
     def take_halo_bytes(self) -> dict[tuple[int, int], int]:
         """``{(source partition, destination partition): bytes}`` of every halo since the last
         take; counting starts afresh (a run's segments each report their own)."""
-        rounds = set(self.rounds.values())
-        if len(rounds) == 1 and not self.custom_halo:  # every exchange as often: one scaling
-            r = rounds.pop()
-            total = {pair: nbytes * r for pair, nbytes in self._pair_bytes().items() if r}
-        else:
-            total = dict(self.custom_halo)
-            for k, plan in self.plan.plans.items():
-                for pair, nbytes in plan.pair_bytes.items():
-                    total[pair] = total.get(pair, 0) + nbytes * self.rounds[k]
-        self.rounds = dict.fromkeys(self.plan.plans, 0)
+        plans = self.plan.plans
+        sent = [(p.sent, p.sent_bytes * self.rounds[k]) for k, p in plans.items() if self.rounds[k]]
+        total = pair_sums(
+            np.concatenate([s.src for s, _ in sent] or [np.zeros(0, np.int64)]),
+            np.concatenate([s.dst for s, _ in sent] or [np.zeros(0, np.int64)]),
+            np.concatenate([b for _, b in sent] or [np.zeros(0, np.int64)]),
+        )
+        for pair, nbytes in self.custom_halo.items():
+            total[pair] = total.get(pair, 0) + nbytes
+        self.rounds = dict.fromkeys(plans, 0)
         self.custom_halo = {}
         return total
 

@@ -62,6 +62,9 @@ class PhaseTasks:
         Where tasks tell progress and failures.
     parity
         ``parity(step)``: which of a grid exchange's two inboxes serves ``step``.
+    rows
+        ``{batched phase: {partition: iparams row}}`` the runner keeps across re-plans
+        (:func:`~grapeshot.runtime.plain_batch.iparams_table`); default: a new one.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class PhaseTasks:
         clock: RunClock,
         watch: Watch,
         parity: Callable[[int], int],
+        rows: dict[int, dict[int, np.ndarray]] | None = None,
     ) -> None:
         self.plan = plan
         self.fusion = fusion
@@ -80,6 +84,8 @@ class PhaseTasks:
         self.watch = watch
         self.parity = parity
         self.built: dict[int, Callable] = {}
+        #: ``{batched phase: {partition: its row of iparams}}``, kept across re-plans.
+        self.rows = {} if rows is None else rows
         #: Per thread, ``[seconds, returns]``: how long its batched calls waited, after their
         #: last task ended in compiled code, to hold the GIL again and return (each thread
         #: writes its own entry). Near zero unless threads contend for the GIL.
@@ -149,7 +155,7 @@ class PhaseTasks:
         bases = np.array(
             [[arena.base[f][p] for p in plan.local] for f in batch.fields], dtype=np.int64
         ).reshape(len(batch.fields), len(plan.local))
-        iparams = iparams_table(batch, plan.boxes, plan.local, arena)
+        iparams = iparams_table(batch, plan.boxes, plan.local, arena, self.rows.setdefault(k, {}))
         run, params_of, values = batch.run, batch.params, self.slots.batch_values
         # Programs that keep the default check_block (no check) pay nothing per task for it.
         check = program.check_block
