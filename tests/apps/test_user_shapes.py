@@ -223,6 +223,21 @@ def test_a_program_too_big_is_refused_with_its_estimate(plate, room) -> None:
     assert len(module.BUILT) == 1  # one partition's block, not 1024
 
 
+def test_a_partition_too_big_to_build_is_refused_before_one_is_built(plate, room) -> None:
+    # 16x16 partitions of 10^7 x 10^7 cells: a block of 625,002^2 padded cells, 2.8 TiB as
+    # float64, cannot be allocated: refused from its cells (a byte each at least), before
+    # init_block runs, in the words of the estimate.
+    path, module = plate
+    module.BUILT.clear()
+    with pytest.raises(InputError) as caught:
+        load_user_app(f"{path}:make").make_program((16, 16), (10**7, 10**7), 0, steps=10)
+    error = str(caught.value)
+    assert error.startswith("--parts 16,16 --cells 10000000,10000000: needs about "), error
+    assert "for plate's fields and partitions (363.8 GiB a partition's block)" in error
+    assert error.endswith("expected fewer partitions (--parts) or cells (--cells)")
+    assert not module.BUILT
+
+
 def test_a_share_of_the_partitions_is_weighed(plate, room) -> None:
     path, _ = plate
     app = load_user_app(f"{path}:big")

@@ -21,6 +21,7 @@ loads the module, meets the same error, and the command line prints it once.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -123,6 +124,13 @@ class UserApp:
         given = f"--parts {_listed(parts)}" + (
             "" if cells is None else f" --cells {_listed(cells)}"
         )
+        # Its grid fields' cells first (a byte a cell at least): a partition too big to build
+        # is refused with the estimate, not by the allocation failing in init_block.
+        least = _least_block_bytes(program)
+        check_user_program_memory(
+            program.name, parts, steps, where=given, share=share,
+            block_bytes=least, output_bytes=least,
+        )  # fmt: skip
         block_bytes, output_bytes = _sample(program)
         check_user_program_memory(
             program.name, parts, steps, where=given, share=share,
@@ -152,6 +160,21 @@ def _check_cells(program: Any, parts: tuple[int, ...], cells: Any, spec: str) ->
             f"{spec} returned a program of cells {domain}",
             f"the cells asked for, {tuple(cells)} (the factory's domain_shape = cells)",
         )
+
+
+def _least_block_bytes(program: Any) -> int:
+    """Bytes the largest partition's block holds at least, before building it: a byte a
+    padded cell for every field a phase exchanges as a grid (what halos slice; 0 for a
+    program with none)."""
+    from grapeshot.model.program import largest_box
+
+    grid = {
+        name
+        for phase in program.phases
+        if phase.exchange is not None and phase.exchange.pack is None
+        for name in phase.exchange.fields
+    }
+    return math.prod(largest_box(program).padded_shape) * len(grid)
 
 
 def _sample(program: Any) -> tuple[int, int]:
