@@ -27,6 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from grapeshot.model import memory
 from grapeshot.model.errors import InputError, exception_line
 from grapeshot.model.memory import check_user_program_memory
 from grapeshot.model.user_code import load_object
@@ -124,13 +125,16 @@ class UserApp:
         given = f"--parts {_listed(parts)}" + (
             "" if cells is None else f" --cells {_listed(cells)}"
         )
-        # Its grid fields' cells first (a byte a cell at least): a partition too big to build
-        # is refused with the estimate, not by the allocation failing in init_block.
+        # A partition too big to build (its grid fields' cells, a byte a cell at least) is
+        # refused with the estimate, not by the allocation failing in init_block; else one is
+        # built and weighed.
         least = _least_block_bytes(program)
-        check_user_program_memory(
-            program.name, parts, steps, where=given, share=share,
-            block_bytes=least, output_bytes=least,
-        )  # fmt: skip
+        room = memory.available_memory()
+        if room is not None and least > room:
+            check_user_program_memory(
+                program.name, parts, steps, where=given, share=share,
+                block_bytes=least, output_bytes=least,
+            )  # fmt: skip
         block_bytes, output_bytes = _sample(program)
         check_user_program_memory(
             program.name, parts, steps, where=given, share=share,
