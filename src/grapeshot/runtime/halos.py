@@ -85,8 +85,6 @@ class Halos:
             k: sum(p.local_src[n].size * plan.arena.flat[n].itemsize for n in p.names)
             for k, p in plan.plans.items()
         }
-        #: ``{(grid phase, parity): {destination rank: message}}``, made on first use.
-        self.segments: dict[tuple[int, int], dict[int, np.ndarray]] = {}
         #: Every local position: the ready tasks of a phase without an exchange.
         self.everyone = np.arange(len(plan.local), dtype=np.int64)
 
@@ -125,11 +123,7 @@ class Halos:
             for name in plan.names:
                 arena.refresh(self.plan.blocks, name)
         parity = self.messenger.parity(step)
-        segments = self.segments.get((k, parity))
-        if segments is None:  # the mailboxes' views of this round's messages, made once
-            segments = self.segments[(k, parity)] = {
-                r: mail.outgoing(k, parity, r) for r in plan.send
-            }
+        segments = {r: mail.outgoing(k, parity, r) for r in plan.send}
         if k in self.prepacked:  # the tasks of the phase before packed them
             self.prepacked.discard(k)
         else:
@@ -269,12 +263,12 @@ class Halos:
         """``{(source partition, destination partition): bytes}`` of every halo since the last
         take; counting starts afresh (a run's segments each report their own)."""
         plans = self.plan.plans
-        sent = [(p.sent, p.sent_bytes * self.rounds[k]) for k, p in plans.items() if self.rounds[k]]
-        total = pair_sums(
-            np.concatenate([s.src for s, _ in sent] or [np.zeros(0, np.int64)]),
-            np.concatenate([s.dst for s, _ in sent] or [np.zeros(0, np.int64)]),
-            np.concatenate([b for _, b in sent] or [np.zeros(0, np.int64)]),
-        )
+        sent = [
+            (p.sent.src, p.sent.dst, p.sent_bytes * self.rounds[k])
+            for k, p in plans.items()
+            if self.rounds[k]
+        ]
+        total = pair_sums(*map(np.concatenate, zip(*sent, strict=True))) if sent else {}
         for pair, nbytes in self.custom_halo.items():
             total[pair] = total.get(pair, 0) + nbytes
         self.rounds = dict.fromkeys(plans, 0)

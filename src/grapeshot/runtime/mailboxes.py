@@ -66,6 +66,9 @@ class Mailboxes:
     ) -> None:
         self.rank = comm.Get_rank()
         self.header = header_bytes
+        #: The messages' views of :attr:`space`, made on first use (:meth:`received`,
+        #: :meth:`outgoing`): a phase's round asks for the same ones every step.
+        self._views: dict[tuple, np.ndarray] = {}
         self.win = self.node = None
         self.shared_peers: set[int] = set()
         if shared and comm.Get_size() > 1:
@@ -145,14 +148,24 @@ class Mailboxes:
 
     def received(self, k: int, parity: int, source: int) -> np.ndarray:
         """The message from ``source`` in inbox ``parity`` of phase ``k`` (header, payload)."""
-        start = self.in_starts[k][source]
-        return self.inbox(k, parity)[start : start + self.header + self.size_in[source][k]]
+        key = ("in", k, parity, source)
+        view = self._views.get(key)
+        if view is None:  # made once: every round of the phase reads it again
+            start = self.in_starts[k][source]
+            end = start + self.header + self.size_in[source][k]
+            view = self._views[key] = self.inbox(k, parity)[start:end]
+        return view
 
     def outgoing(self, k: int, parity: int, dest: int) -> np.ndarray:
         """Where this rank writes its phase ``k`` message of round parity ``parity`` to
         ``dest`` (uint8, header and payload)."""
-        start = self.dest[(k, parity, dest)]
-        return self.space[start : start + self.header + self.size_out[dest][k]]
+        key = ("out", k, parity, dest)
+        view = self._views.get(key)
+        if view is None:
+            start = self.dest[(k, parity, dest)]
+            end = start + self.header + self.size_out[dest][k]
+            view = self._views[key] = self.space[start:end]
+        return view
 
     def outgoing_starts(self, k: int, parity: int) -> dict[int, int]:
         """``{dest: byte offset in space}`` of phase ``k``'s messages of parity ``parity``."""
@@ -165,6 +178,7 @@ class Mailboxes:
 
     def close(self) -> None:
         """Free the window (collective on the node); :attr:`space` is gone after."""
+        self._views.clear()
         if self.win is not None:
             self.space = np.zeros(0, dtype=np.uint8)
             self.win.Unlock_all()

@@ -74,11 +74,6 @@ class Messenger:
         self.stash: dict[tuple[int, int, int], list[tuple[int, np.ndarray]]] = {}
         #: The posted receives of the current grid exchange, one per source (done: NULL).
         self.grid_recvs: list = []
-        #: ``{(phase, parity): [(receive buffer, source), ...]}``: where each round's grid
-        #: receives go (the mailboxes' views, made once).
-        self.receives: dict[tuple[int, int], list[tuple[np.ndarray, int]]] = {}
-        #: ``{(phase, parity, source): message}``: views of the inboxes, made once.
-        self.inboxes: dict[tuple[int, int, int], np.ndarray] = {}
         self.nothing = np.zeros(0, dtype=np.uint8)  # the payload of news through the window
 
     def parity(self, step: int) -> int:
@@ -95,16 +90,16 @@ class Messenger:
         MPI matches messages of one source and tag in the order they were sent, so these
         receive this round's, whatever later rounds a fast neighbour has sent already.
         """
-        key = (k, self.parity(step))
-        targets = self.receives.get(key)
-        if targets is None:
-            mail = self.mail
-            targets = self.receives[key] = [
-                (self.nothing if r in mail.shared_peers else mail.received(*key, r), r)
-                for r in self.sources
-            ]
+        parity, mail = self.parity(step), self.mail
         irecv, tag = self.comm.Irecv, GRID_TAG + k
-        self.grid_recvs = [irecv(buf, source=r, tag=tag) for buf, r in targets]
+        self.grid_recvs = [
+            irecv(
+                self.nothing if r in mail.shared_peers else mail.received(k, parity, r),
+                source=r,
+                tag=tag,
+            )
+            for r in self.sources
+        ]
 
     def send_grid(self, k: int, dest: int, raw: np.ndarray) -> None:
         """Send grid message ``raw`` of exchange ``k`` (its header written and stamped) to
@@ -133,10 +128,7 @@ class Messenger:
         source = self.sources[j]
         if source in self.mail.shared_peers:
             self.mail.sync()
-        key = (k, self.parity(step), source)
-        raw = self.inboxes.get(key)
-        if raw is None:
-            raw = self.inboxes[key] = self.mail.received(*key)
+        raw = self.mail.received(k, self.parity(step), source)
         header = read_header(raw)
         self.tally.message_log.append(
             (source, raw.nbytes, (time.time_ns() - header.sent_ns) * 1e-9)
