@@ -86,7 +86,7 @@ class UserApp:
         InputError
             Naming the file and the factory, or the option the program does not follow.
         """
-        from grapeshot.model.program import Program  # numpy: not for `run --help`
+        from grapeshot.model.program import Program, largest_box  # numpy: not for `run --help`
 
         kwargs: dict[str, Any] = {"parts": tuple(parts), "cells": cells, "seed": seed}
         if scene is not None:
@@ -128,14 +128,15 @@ class UserApp:
         # A partition too big to build (its grid fields' cells, a byte a cell at least) is
         # refused with the estimate, not by the allocation failing in init_block; else one is
         # built and weighed.
-        least = _least_block_bytes(program)
+        box = largest_box(program)
+        least = _least_block_bytes(program, box)
         room = memory.available_memory()
         if room is not None and least > room:
             check_user_program_memory(
                 program.name, parts, steps, where=given, share=share,
                 block_bytes=least, output_bytes=least,
             )  # fmt: skip
-        block_bytes, output_bytes = _sample(program)
+        block_bytes, output_bytes = _sample(program, box)
         check_user_program_memory(
             program.name, parts, steps, where=given, share=share,
             block_bytes=block_bytes, output_bytes=output_bytes,
@@ -166,28 +167,25 @@ def _check_cells(program: Any, parts: tuple[int, ...], cells: Any, spec: str) ->
         )
 
 
-def _least_block_bytes(program: Any) -> int:
-    """Bytes the largest partition's block holds at least, before building it: a byte a
+def _least_block_bytes(program: Any, box: Any) -> int:
+    """Bytes the partition ``box``'s block holds at least, before building it: a byte a
     padded cell for every field a phase exchanges as a grid (what halos slice; 0 for a
     program with none)."""
-    from grapeshot.model.program import largest_box
-
     grid = {
         name
         for phase in program.phases
         if phase.exchange is not None and phase.exchange.pack is None
         for name in phase.exchange.fields
     }
-    return math.prod(largest_box(program).padded_shape) * len(grid)
+    return math.prod(box.padded_shape) * len(grid)
 
 
-def _sample(program: Any) -> tuple[int, int]:
-    """Bytes of the largest partition's block and of its final fields, from one
+def _sample(program: Any, box: Any) -> tuple[int, int]:
+    """Bytes of the partition ``box``'s block (the largest) and of its final fields, from one
     ``init_block`` and ``output_fields``; the block's grid fields checked on the way
     (:func:`_check_grid_fields`)."""
-    from grapeshot.model.program import largest_box, make_block
+    from grapeshot.model.program import make_block
 
-    box = largest_box(program)
     block = make_block(program, box)
     _check_grid_fields(program, block, box)
     block_bytes = sum(int(getattr(a, "nbytes", 0)) for a in block.values())
