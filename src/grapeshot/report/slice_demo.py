@@ -90,24 +90,26 @@ def fine_trace(steps: int) -> Workload:
 
     Shallow-water cost lives in wet cells, so a cell-level record can be cut into any
     partition grid: one partition runs serially (no per-partition overhead), and after every
-    step the depth field is reduced to wet cells per fine partition.
+    step its depth, read in place in the block, is reduced to wet cells per fine partition
+    (assembling the output fields every step would copy four domain-sized arrays a step).
     """
-    from grapeshot.apps.swe import make_program
-    from grapeshot.runtime.serial import run_recorded
+    from grapeshot.apps.swe import H, make_program
+    from grapeshot.model.program import make_block
+    from grapeshot.runtime.serial import run_serial
 
     program = make_program("dambreak", (1, 1), cells=SIM_CELLS)
     h_dry = program.config.h_dry
+    (box,) = program.boxes()
+    blocks = [make_block(program, box)]
     fx, fy = SIM_CELLS[0] // FINE_PARTS[0], SIM_CELLS[1] // FINE_PARTS[1]
-    work = []
+    counts = np.zeros((steps, FINE_PARTS[0] * FINE_PARTS[1]), dtype=np.int64)
 
-    def frame(step: int, time: float, fields: dict[str, np.ndarray]) -> None:
-        if step == 0:
-            return
-        wet = (fields["h"] > h_dry).reshape(FINE_PARTS[0], fx, FINE_PARTS[1], fy)
-        work.append(wet.sum(axis=(1, 3)).reshape(-1))
+    def count(done: int, _steps: int) -> None:
+        h = blocks[0]["q"][(*box.interior(), H)]
+        wet = (h > h_dry).reshape(FINE_PARTS[0], fx, FINE_PARTS[1], fy)
+        counts[done - 1] = wet.sum(axis=(1, 3)).reshape(-1)
 
-    run_recorded(program, steps, every=1, on_frame=frame)
-    counts = np.asarray(work, dtype=np.int64)
+    run_serial(program, steps, progress=count, blocks=blocks)
     return Workload(
         domain_shape=SIM_CELLS,
         parts_shape=FINE_PARTS,
