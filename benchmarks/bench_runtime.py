@@ -7,7 +7,9 @@ Run with two ranks (this machine's two cores):
 1. **Per task**: programs whose kernels do nothing, 2-D, (8·ranks) × 8 partitions, 4 phases,
    250 steps, one thread per rank: wall time per task on a rank. Baseline: the plainest loop a
    user could write over the same tasks (``for step, phase, partition: kernel(...)``, one
-   Python call per task and nothing else), timed in the same run. Target: ≤ 10 µs a task.
+   Python call per task and nothing else), timed in the same run. Target: ≤ 10 µs a task;
+   batched (a Batch, or a plain numba kernel the runtime batches): ≤ 0.3 µs a task. Runs
+   gather no task rows, as ``grapeshot run`` without ``--record`` or ``--timeline``.
 2. **Per halo buffer**: the same with a one-cell halo exchange before every phase (8
    neighbours per partition, corners included): the extra wall time per buffer a rank
    receives. Baseline: a compiled loop doing only the same copies (each buffer's cells from
@@ -169,9 +171,10 @@ class Balanced(Program):
 def _wall(program: Program, steps: int, executor: str, comm, reduction: str = "mpi") -> float:
     comm.Barrier()
     t0 = time.perf_counter()
+    # As `grapeshot run` without --record or --timeline: no task's row gathered.
     run_program(
         program, steps=steps, strategy="geometric", seed=0, comm=comm, threads=1,
-        executor=executor, reduction=reduction,
+        executor=executor, reduction=reduction, task_rows=False,
     )  # fmt: skip
     return comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
 
@@ -290,15 +293,18 @@ def main() -> None:
         f"tasks {plain * 1e6:6.2f} us   ratio {per_task / plain:5.1f}   "
         f"{'PASS' if per_task <= 10e-6 else 'MISS'} (target <= 10 us)"
     )
-    say(
-        f"  per task, batched phases:  {batched / n_tasks * 1e6:7.2f} us   (a Batch whose "
-        "compiled call does nothing: the runtime's cost alone)"
-    )
-    say(
-        f"  per task, plain kernel:    {plain_kernel / n_tasks * 1e6:7.2f} us   (a numba kernel "
-        "(u, box, params) that does nothing, batched by the runtime: what a user's kernel "
-        "pays without writing a Batch)"
-    )
+    # The goal of a batched task (issue 41): the runtime's own cost, 0.3 µs.
+    for label, seconds, what in (
+        ("batched phases:", batched, "a Batch whose compiled call does nothing: the "
+         "runtime's cost alone"),
+        ("plain kernel:  ", plain_kernel, "a numba kernel (u, box, params) that does nothing, "
+         "batched by the runtime: what a user's kernel pays without writing a Batch"),
+    ):  # fmt: skip
+        us = seconds / n_tasks * 1e6
+        say(
+            f"  per task, {label}  {us:7.2f} us   {'PASS' if us <= 0.3 else 'MISS'} "
+            f"(target <= 0.3 us; {what})"
+        )
     say(
         f"  per halo buffer (8 neighbours, one-cell halo, pack + move + unpack): "
         f"{per_buffer * 1e6:6.2f} us   compiled copies only {base_buffer * 1e6:6.3f} us   "

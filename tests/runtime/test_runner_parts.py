@@ -21,7 +21,7 @@ from grapeshot.runtime.rank_plan import RankPlan
 from grapeshot.runtime.results import Tally, WorkLog
 from grapeshot.runtime.serial import exchange_all
 from grapeshot.runtime.tasks import PartSlots, PhaseTasks
-from grapeshot.runtime.timeline import RunClock, TaskRecord, ThreadClock
+from grapeshot.runtime.timeline import RunClock, TaskRecord, TaskRows, ThreadClock
 from grapeshot.runtime.watch import Watch
 from grapeshot.runtime.wire import HEADER
 from tests.runtime.toy_programs import BatchedHeat, Heat, Walkers
@@ -341,8 +341,16 @@ def test_thread_clock_shares_a_burst_among_its_tasks() -> None:
     assert record["wait"].tolist() == [0.0, 0.5, 0.5]
     assert record["cpu"].tolist() == pytest.approx(np.array([1.0, 1.0, 2.0]) * clock.shares[0])
     assert record["halo"].tolist() == pytest.approx([0.0, 0.5 * clock.shares[0], 0.0])
-    clock.clear()
+    # Taken for the segment's result: the clock starts afresh, and the sums a run's end
+    # reads without building the columns are the columns' sums.
+    rows = TaskRows.take([clock])
     assert not clock.rows and not clock.shares
+    cpu, halo, main = rows.sums()
+    assert cpu == pytest.approx(record["cpu"].sum())
+    assert halo == pytest.approx(record["halo"].sum())
+    assert main == pytest.approx(4.0)
+    assert rows.arrays()["part"].tolist() == [0, 1, 2]
+    assert rows.sums() == pytest.approx((cpu, halo, main))  # the same from the columns
 
 
 def test_task_record_keeps_every_row_in_order_batches_and_single_tasks() -> None:

@@ -306,6 +306,7 @@ def run_command(
             )  # fmt: skip
             outcome, migrations = _steps(
                 comm, setup, guard, starting, as_json=as_json, record=record,
+                task_rows=record is not None or timeline is not None,
                 checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
             )  # fmt: skip
             if outcome is None:
@@ -384,10 +385,12 @@ def _set_up(comm, *, given, restart, app, options, outputs) -> _SetUp:
 
 
 def _steps(
-    comm, setup: _SetUp, guard, starting, *, as_json, record, checkpoint_every, checkpoint_seconds
-):
+    comm, setup: _SetUp, guard, starting, *, as_json, record, task_rows, checkpoint_every,
+    checkpoint_seconds,
+):  # fmt: skip
     """Every rank's steps, with a progress bar on rank 0's terminal and each rebalance a
-    line; ``(rank 0's outcome or None, the migrations)``. ``starting`` (the start's deadline)
+    line; ``(rank 0's outcome or None, the migrations)``; ``task_rows``: every task's row
+    gathered (a record or a timeline is written). ``starting`` (the start's deadline)
     closes before the first step; from then a signal stops every rank at a step boundary."""
     from grapeshot.runtime.driver import run_program
 
@@ -416,7 +419,7 @@ def _steps(
                 checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
                 pending_signal=lambda: guard.pending, **prepared.options(),
                 # A record is what the simulator calibrates on: add the network's figures.
-                probe_network=record is not None,
+                probe_network=record is not None, task_rows=task_rows,
             )  # fmt: skip
     return outcome, migrations
 

@@ -48,7 +48,8 @@ class RunOutcome:
         The JSON summary (see ``grapeshot run --help``).
     tasks
         Columns over every task of every rank: ``rank, part, step, phase, thread, start, end,
-        wait`` (seconds since the run's start).
+        cpu, wait, halo`` (seconds since the run's start); ``None`` when the run was asked
+        for no task rows (``task_rows=False``).
     work
         int64, ``(steps, P)``: the program's work count per partition per step.
     node_of
@@ -71,7 +72,7 @@ class RunOutcome:
     """
 
     summary: dict[str, Any]
-    tasks: dict[str, np.ndarray]
+    tasks: dict[str, np.ndarray] | None
     work: np.ndarray
     node_of: np.ndarray
     node_of_final: np.ndarray
@@ -164,7 +165,11 @@ def run_program(
     # pkl5: the task records' arrays travel out of band, not copied into a pickle (half the
     # gathering's time at a hundred thousand tasks a rank).
     gathered = pkl5.Intracomm(comm).gather(
-        [_portable(program, r, outputs=i == last) for i, r in enumerate(done.results)], root=0
+        [
+            _portable(program, r, outputs=i == last, tasks=run.task_rows)
+            for i, r in enumerate(done.results)
+        ],
+        root=0,
     )
     # Each rank timed its own part of every call (gather, decide, move): the rest of the time
     # between its segments is its re-plan.
@@ -303,7 +308,7 @@ def _execute(
 
 
 def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
-    from grapeshot.runtime.timeline import TaskRecord
+    from grapeshot.runtime.timeline import TaskRecord, TaskRows
 
     run = run_serial(
         program, steps, progress=None if on_step is None else (lambda d, n: on_step(d - 1))
@@ -327,7 +332,7 @@ def _serial_as_rank(program: Program, steps: int, on_step) -> RankResult:
     return RankResult(
         rank=0,
         blocks=dict(enumerate(run.blocks)),
-        tasks=record,
+        tasks=TaskRows(record=record),
         work={p: run.work[:, p].tolist() for p in range(program.n_parts)},
         wall=cursor,
         threads=1,
@@ -585,7 +590,7 @@ def _seconds_per_work(r: RankResult) -> float:
     """This rank's CPU seconds per work count in the segment ``r``: what turns work counts
     into time."""
     work = sum(sum(counts) for counts in r.work.values())
-    return float(np.sum(r.tasks.cpu)) / work if work > 0 else 0.0
+    return r.tasks.sums()[0] / work if work > 0 else 0.0
 
 
 def _warm_strategy(dynamic, n_parts: int, cores: np.ndarray, halo, machine) -> None:
@@ -627,12 +632,16 @@ def _state_bytes(r: RankResult, weights: np.ndarray) -> np.ndarray:
     return np.array([sizes.get(p, estimate[p]) for p in range(weights.size)], dtype=np.int64)
 
 
-def _portable(program: Program, r: RankResult, outputs: bool = True) -> dict[str, Any]:
-    """What rank 0 gathers of a segment; ``outputs``: the final fields too (the last one)."""
+def _portable(
+    program: Program, r: RankResult, outputs: bool = True, tasks: bool = True
+) -> dict[str, Any]:
+    """What rank 0 gathers of a segment; ``outputs``: the final fields too (the last one);
+    ``tasks``: every task's row (else only their sums)."""
     boxes = program.boxes()
     return {
         "rank": r.rank,
-        "tasks": r.tasks.arrays(),
+        "tasks": r.tasks.arrays() if tasks else None,
+        "task_sums": r.tasks.sums(),
         "work": r.work,
         "wall": r.wall,
         "threads": r.threads,
@@ -681,17 +690,17 @@ def _outcome(program: Program, gathered, done: _Executed, run: RunOptions) -> Ru
         for g in gathered:
             r = g[seg]
             offset = r["started"] - g[0]["started"]
-            tasks = r["tasks"]
             # Busy is CPU time: on shared cores a preempted task's wall time is not work.
-            durations = tasks["cpu"]
-            busy[r["rank"]] += durations.sum()
-            task_halo[r["rank"]] += tasks["halo"].sum()
+            cpu, copying, _ = r["task_sums"]
+            busy[r["rank"]] += cpu
+            task_halo[r["rank"]] += copying
             walls[r["rank"]] += r["wall"]
             elapsed[r["rank"]] = max(elapsed[r["rank"]], offset + r["wall"])
-            for key, col in tasks.items():
-                col = col + offset if key in ("start", "end") else col
-                columns.setdefault(key, []).append(col)
-            columns.setdefault("rank", []).append(np.full(len(durations), r["rank"]))
+            if r["tasks"] is not None:
+                for key, col in r["tasks"].items():
+                    col = col + offset if key in ("start", "end") else col
+                    columns.setdefault(key, []).append(col)
+                columns.setdefault("rank", []).append(np.full(len(col), r["rank"]))
             first_step = 0 if seg_starts is None else seg_starts[seg]
             for p, w in r["work"].items():
                 work[first_step : first_step + len(w), p] = w
@@ -703,7 +712,7 @@ def _outcome(program: Program, gathered, done: _Executed, run: RunOptions) -> Ru
                 outputs.update(r["outputs"])
     for g in gathered:
         idle[g[0]["rank"]] = g[0]["threads"] * elapsed[g[0]["rank"]] - busy[g[0]["rank"]]
-    tasks = {k: np.concatenate(v) for k, v in columns.items()}
+    tasks = {k: np.concatenate(v) for k, v in columns.items()} if run.task_rows else None
     fields = assemble_fields(
         program.boxes(), [outputs[p] for p in range(n)], program.particle_fields
     )

@@ -79,7 +79,7 @@ from grapeshot.runtime.rank_plan import RankPlan
 from grapeshot.runtime.reductions import Reducer
 from grapeshot.runtime.results import RankResult, Tally, WorkLog
 from grapeshot.runtime.tasks import PartSlots, PhaseTasks
-from grapeshot.runtime.timeline import RunClock, TaskRecord
+from grapeshot.runtime.timeline import RunClock, TaskRows
 from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.watch import Watch
 from grapeshot.runtime.wire import HEADER
@@ -364,9 +364,8 @@ class RankRunner:
         while any(clock.running for clock in clocks[1:]):  # a worker closing its last burst
             time.sleep(0.0001)
         compile_seconds, compiled = self.compiles.take()
-        record = TaskRecord.from_clocks(clocks)
-        main = record.thread == 0
-        main_tasks = float((record.end[main] - record.start[main]).sum())
+        record = TaskRows.take(clocks)
+        main_tasks = record.sums()[2]
         result = RankResult(
             rank=plan.rank,
             blocks=plan.blocks,
@@ -391,8 +390,6 @@ class RankRunner:
             compile_seconds=compile_seconds,
             compiled=compiled,
         )
-        for clock in clocks:
-            clock.clear()
         self.work = WorkLog(plan)
         self.tally.reset()
         self.tasks.gil.clear()

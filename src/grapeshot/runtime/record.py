@@ -77,6 +77,11 @@ def outcome_workload(program: Program, outcome: RunOutcome) -> Workload:
     )
 
 
+def _check_rows(outcome: RunOutcome, what: str) -> None:
+    if outcome.tasks is None:
+        raise ValueError(f"{what} needs every task's row: run with task_rows=True")
+
+
 #: Per-rank datasets under ``run/ranks`` (the summary's lists of the same names).
 RANK_COLUMNS = (
     "busy", "idle", "halo_seconds", "wait_seconds", "serial_seconds", "copied_bytes",
@@ -85,7 +90,14 @@ RANK_COLUMNS = (
 
 
 def write_run_record(path: str | os.PathLike[str], program: Program, outcome: RunOutcome) -> None:
-    """Write the HDF5 run record atomically (see the module docstring for its layout)."""
+    """Write the HDF5 run record atomically (see the module docstring for its layout).
+
+    Raises
+    ------
+    ValueError
+        If ``outcome`` holds no task rows (a run with ``task_rows=False``).
+    """
+    _check_rows(outcome, "a run record")
     with atomic_path(path) as tmp:
         save_workload(tmp, outcome_workload(program, outcome))
         with h5py.File(tmp, "a") as f:
@@ -117,7 +129,14 @@ def write_run_record(path: str | os.PathLike[str], program: Program, outcome: Ru
 
 
 def write_timeline(path: str | os.PathLike[str], program: Program, outcome: RunOutcome) -> None:
-    """Chrome-trace JSON of every task (Perfetto and chrome://tracing open it)."""
+    """Chrome-trace JSON of every task (Perfetto and chrome://tracing open it).
+
+    Raises
+    ------
+    ValueError
+        If ``outcome`` holds no task rows (a run with ``task_rows=False``).
+    """
+    _check_rows(outcome, "a timeline")
     t = outcome.tasks
     names = [p.name for p in program.phases]
     events = [

@@ -23,7 +23,7 @@ from grapeshot.model.program import (
 )
 from grapeshot.runtime.agreement import agreed
 from grapeshot.runtime.results import RankResult
-from grapeshot.runtime.timeline import TaskRecord
+from grapeshot.runtime.timeline import TaskRecord, TaskRows
 from grapeshot.runtime.warmup import warm_up
 from grapeshot.runtime.watch import abort_run
 from grapeshot.runtime.wire import HALO, MIGRANTS, decode_items, encode_items, stamp
@@ -160,7 +160,7 @@ def run_reference(program: Program, steps: int, *, comm) -> RankResult:
         return RankResult(
             rank=rank,
             blocks={rank: block},
-            tasks=record,
+            tasks=TaskRows(record=record),
             work={rank: work},
             wall=wall,
             threads=1,

@@ -13,7 +13,7 @@ import numpy as np
 
 from grapeshot.model.program import Block
 from grapeshot.runtime.rank_plan import RankPlan
-from grapeshot.runtime.timeline import TaskRecord
+from grapeshot.runtime.timeline import TaskRows
 
 
 @dataclass(kw_only=True)
@@ -23,7 +23,7 @@ class RankResult:
 
     rank: int
     blocks: dict[int, Block]
-    tasks: TaskRecord
+    tasks: TaskRows
     work: dict[int, list[int]]
     wall: float
     threads: int

@@ -54,6 +54,11 @@ class RunOptions:
     probe_network
         After the run, measure messages of 8 B to 2 MiB between the ranks (for calibrating
         the simulator; a fraction of a second).
+    task_rows
+        Gather every task's row (part, step, phase, thread, times) into the outcome's
+        ``tasks``, as a run record and a timeline need; ``False`` gathers only each rank's
+        sums (busy, halo copies), and ``tasks`` is ``None``: a tenth of a microsecond or more
+        a task less at the end of the run.
     dynamic
         With the task executor: a :class:`~grapeshot.place.dynamic.DynamicStrategy` (rank
         0's instance decides). Every ``dynamic.interval`` steps (or at its ``call_steps``)
@@ -97,6 +102,7 @@ class RunOptions:
     migrate_at: int | None = None
     timeout: float = 120.0
     probe_network: bool = False
+    task_rows: bool = True
     dynamic: Any = None
     exchange: str = "ac"
     shm: bool = True

@@ -1,8 +1,9 @@
 """Per-task timelines of one rank: every thread's task rows and CPU clock, and the run's clock.
 
 A rank's tasks run on several threads; each thread appends its own rows (no lock on the hot
-path) to its :class:`ThreadClock`, and :class:`TaskRecord` merges them at the end into the
-columns a run record and a timeline keep.
+path) to its :class:`ThreadClock`; a segment takes them as they are (:class:`TaskRows`),
+sums them for the run's summary, and merges them into the per-task columns a run record and
+a timeline keep (:class:`TaskRecord`) only when asked.
 """
 
 from __future__ import annotations
@@ -119,6 +120,70 @@ class TaskRecord:
         return record
 
 
+class TaskRows:
+    """A segment's task rows, expanded into per-task columns only when asked.
+
+    What a run needs of its tasks at the end of a segment is their sums (busy, halo copies,
+    the main thread's task time), which each batch row gives at once; the per-task columns
+    (:class:`TaskRecord`) cost a tenth of a microsecond a task to build and more to gather,
+    and only a record, a timeline or a rebalance on CPU seconds reads them.
+    """
+
+    def __init__(self, clocks: list[ThreadClock] | None = None, record: TaskRecord | None = None):
+        self._clocks = clocks or []
+        self._record = record
+
+    @classmethod
+    def take(cls, clocks: list[ThreadClock]) -> TaskRows:
+        """The rows ``clocks`` recorded; each clock starts afresh."""
+        taken = []
+        for clock in clocks:
+            kept = ThreadClock()
+            kept.rows, kept.shares = clock.rows, clock.shares
+            clock.rows, clock.shares = [], []
+            taken.append(kept)
+        return cls(clocks=taken)
+
+    def record(self) -> TaskRecord:
+        """The per-task columns (built once)."""
+        if self._record is None:
+            self._record = TaskRecord.from_clocks(self._clocks)
+            self._clocks = []
+        return self._record
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The per-task columns as numpy arrays (:meth:`TaskRecord.arrays`)."""
+        return self.record().arrays()
+
+    def sums(self) -> tuple[float, float, float]:
+        """The tasks' CPU seconds, the part of them in their own halo copies, and the main
+        thread's (0's) tasks' wall seconds."""
+        if self._record is not None:
+            t = self._record.arrays()
+            main = t["thread"] == 0
+            return (
+                float(t["cpu"].sum()),
+                float(t["halo"].sum()),
+                float((t["end"][main] - t["start"][main]).sum()),
+            )
+        # A batch row's tasks run back to back: their wall seconds are its last stamp less
+        # its first. Summed in nanoseconds (ints) per share, then scaled once.
+        cpu = halo = main = 0.0
+        for clock in self._clocks:
+            for row, share in zip(clock.rows, clock.shares, strict=True):
+                if isinstance(row[0], np.ndarray):
+                    stamps = row[4]
+                    wall = (int(stamps[-1]) - int(stamps[0])) * 1e-9
+                    if len(row) > 7:
+                        halo += int(row[7].sum()) * 1e-9 * share
+                else:
+                    wall = row[5] - row[4]
+                cpu += wall * share
+                if row[3] == 0:
+                    main += wall
+        return cpu, halo, main
+
+
 class ThreadClock:
     """One thread's task rows, and the CPU time of its bursts of consecutive tasks.
 
@@ -164,11 +229,6 @@ class ThreadClock:
         wall = time.perf_counter() - self.wall0
         share = min(1.0, (time.thread_time() - self.cpu0) / wall) if wall > 0 else 1.0
         self.shares.extend([share] * (len(self.rows) - len(self.shares)))
-
-    def clear(self) -> None:
-        """Forget the rows (a segment's record was taken)."""
-        self.rows.clear()
-        self.shares.clear()
 
 
 class RunClock:
