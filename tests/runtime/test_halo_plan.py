@@ -20,6 +20,7 @@ from grapeshot.runtime.halo_plan import (
     fused_halos,
     fused_packs,
     grid_plan,
+    grid_plans,
     message_layout,
     pair_sums,
     rank_links,
@@ -301,6 +302,50 @@ def test_a_field_that_is_not_float64_is_not_fused() -> None:
     plan = grid_plan(links, boxes, arena, ("k",), 1)
     assert fused_halos(links, boxes, arena, plan, {}, HEADER * 8) is None
     assert fused_packs(links, boxes, arena, ("k",), 1, {}, HEADER * 8) is None
+
+
+def _same_tables(a, b) -> bool:
+    """Two grid plans index the same cells, field for field in their own names' order."""
+    pairs = [
+        (x, y)
+        for ta, tb in ((a.local_src, b.local_src), (a.local_dst, b.local_dst))
+        for x, y in zip(ta.values(), tb.values(), strict=True)
+    ]
+    for ta, tb in ((a.send, b.send), (a.recv, b.recv)):
+        assert ta.keys() == tb.keys()
+        pairs += [(x, y) for r in ta for x, y in zip(ta[r].values(), tb[r].values(), strict=True)]
+    return all(np.array_equal(x, y) for x, y in pairs) and np.array_equal(
+        a.sent_bytes, b.sent_bytes
+    )
+
+
+def test_fields_laid_out_alike_share_one_plan() -> None:
+    """A ping-pong's u and v lie alike in the arena: the second exchange's plan is the
+    first's arrays under its own names, equal to one built for it; a field laid out
+    otherwise (another dtype) or another width gets its own."""
+    program = Heat(domain=(24, 18), parts=(4, 3))
+    boxes = program.boxes()
+    blocks = {
+        b.part: {
+            "u": np.zeros(b.padded_shape),
+            "v": np.ones(b.padded_shape),
+            "k": np.zeros(b.padded_shape, dtype=np.int32),
+        }
+        for b in boxes
+    }
+    node_of = np.random.default_rng(2).integers(0, 2, size=len(boxes))
+    links = rank_links(boxes, node_of, 0)
+    arena = Arena(("k", "u", "v"), links.local_parts, blocks)
+    plans = grid_plans(
+        links, boxes, arena, {0: (("u",), 1), 1: (("v",), 1), 2: (("k",), 1), 3: (("v",), 2)}
+    )
+    assert plans[1].names == ("v",)
+    assert plans[1].local_src["v"] is plans[0].local_src["u"]
+    assert _same_tables(plans[1], grid_plan(links, boxes, arena, ("v",), 1))
+    assert plans[2].local_src["k"] is not plans[0].local_src["u"]
+    assert plans[3].local_src["v"] is not plans[1].local_src["v"]
+    assert _same_tables(plans[3], grid_plan(links, boxes, arena, ("v",), 2))
+    assert not arena.same_layout("u", "k", boxes) and arena.same_layout("u", "v", boxes)
 
 
 @settings(max_examples=60, deadline=None)

@@ -87,6 +87,29 @@ def _mail(plan: RankPlan, size: int) -> Mailboxes:
     return Mailboxes(_Rank(plan.rank, size), plan.plans, plan.arena, plan.links, HEADER * 8, False)
 
 
+def test_a_replan_takes_over_the_mailboxes_region_where_it_fits() -> None:
+    program = BatchedHeat(domain=(24, 18), parts=(4, 3))
+    node_of = _placement(program, 2)
+    plan = RankPlan.build(program, node_of, 0)
+    first = _mail(plan, 2)
+    region = first.space.ctypes.data
+    again = Mailboxes(
+        _Rank(0, 2), plan.plans, plan.arena, plan.links, HEADER * 8, False, previous=first
+    )
+    assert again.space.ctypes.data == region and first.space.size == 0
+    assert again.in_starts == _mail(plan, 2).in_starts
+    # Every partition on the other rank but one: far more to receive, a region of its own.
+    lone = np.ones_like(node_of)
+    lone[0] = 0
+    small = RankPlan.build(program, lone, 0)
+    tiny = _mail(small, 2)
+    grown = Mailboxes(
+        _Rank(0, 2), plan.plans, plan.arena, plan.links, HEADER * 8, False, previous=tiny
+    )
+    assert grown.space.ctypes.data != tiny.space.ctypes.data
+    assert grown.capacity >= grown.space.size >= max(grown.in_total.values())
+
+
 def test_one_thread_fuses_the_batched_exchange_and_threads_fuse_nothing() -> None:
     program = BatchedHeat(domain=(24, 18), parts=(4, 3))
     node_of = _placement(program, 2)

@@ -648,7 +648,7 @@ def _portable(
         "bytes_sent": r.bytes_sent,
         "messages": r.messages,
         "time": r.time,
-        "halo_bytes": r.halo_bytes,
+        "halo_bytes": r.halo_pairs(),
         "message_log": r.message_log,
         "reduce_seconds": r.reduce_seconds,
         "reductions": r.reductions,

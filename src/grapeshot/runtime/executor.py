@@ -222,6 +222,7 @@ class RankRunner:
         #: What numba compiles while the steps run (what warm() did not).
         self.compiles = CompileClock()
         self.plan: RankPlan | None = None
+        self.mail: Mailboxes | None = None
         #: The batches' iparams rows of every partition met, kept across re-plans.
         self.iparams: dict[int, dict[int, np.ndarray]] = {}
         self.place(program, node_of, blocks, start_step)
@@ -246,7 +247,10 @@ class RankRunner:
         self.plan = plan = agreed(
             data, lambda: RankPlan.build(program, node_of, data.Get_rank(), blocks, previous)
         )
-        self.mail = Mailboxes(data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm)
+        # A re-plan takes over the mailboxes' window where the new layout fits in it.
+        self.mail = Mailboxes(
+            data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm, previous=self.mail
+        )
         self.fusion = Fusion.build(plan, self.mail, self.dispatch.threads)
         tally, watch = self.tally, self.watch
         self.dispatch.n_local = len(plan.local)
@@ -342,7 +346,6 @@ class RankRunner:
                     if moved is None:
                         self.start_step = step
                     else:
-                        self.mail.close()
                         self.place(program, moved[0], moved[1], step)
             finally:
                 stop.set()
@@ -365,6 +368,7 @@ class RankRunner:
             time.sleep(0.0001)
         compile_seconds, compiled = self.compiles.take()
         record = TaskRows.take(clocks)
+        custom_halo, halo_links = self.halos.take_halo_bytes()
         main_tasks = record.sums()[2]
         result = RankResult(
             rank=plan.rank,
@@ -376,7 +380,8 @@ class RankRunner:
             bytes_sent=tally.bytes_sent,
             messages=tally.messages,
             time=ctx.time + program.advance(ctx),
-            halo_bytes=self.halos.take_halo_bytes(),
+            halo_bytes=custom_halo,
+            halo_links=halo_links,
             message_log=tally.message_log,
             reduce_seconds=tally.reduce_seconds,
             reductions=tally.reductions,

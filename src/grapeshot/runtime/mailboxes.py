@@ -53,6 +53,12 @@ class Mailboxes:
     shared
         Whether ranks of one node share their regions (``False``: every message is an MPI
         message, as between nodes).
+    previous
+        The mailboxes of the placement before (a rebalance; every rank of the node passes
+        its own or none): their node communicator and their region are taken over where the
+        new layout fits in every rank's region, instead of a new window (a split, an
+        allocation, a free: collectives that were a tenth of a moving rebalance's pause).
+        ``previous`` is left closed.
     """
 
     def __init__(
@@ -63,6 +69,7 @@ class Mailboxes:
         links: RankLinks,
         header_bytes: int,
         shared: bool = True,
+        previous: Mailboxes | None = None,
     ) -> None:
         self.rank = comm.Get_rank()
         self.header = header_bytes
@@ -70,8 +77,13 @@ class Mailboxes:
         #: :meth:`outgoing`): a phase's round asks for the same ones every step.
         self._views: dict[tuple, np.ndarray] = {}
         self.win = self.node = None
+        #: Bytes of this rank's region (its share of the window), what a re-plan may reuse.
+        self.capacity = 0
         self.shared_peers: set[int] = set()
-        if shared and comm.Get_size() > 1:
+        if previous is not None and previous.node is not None:
+            self.node, self.shared_peers = previous.node, previous.shared_peers
+            previous.node = None
+        elif shared and comm.Get_size() > 1:
             from mpi4py import MPI
 
             self.node = comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -95,7 +107,7 @@ class Mailboxes:
             self.in_starts[k], self.in_total[k], self.out_starts[k] = starts, total, out
             self.layout[k] = (at, at + 2 * total)
             at += 2 * total + _aligned(out_total)
-        self.space, self.mine = self._allocate(max(at, _ALIGN))
+        self.space, self.mine = self._allocate(max(at, _ALIGN), previous)
         # Where this rank's messages go in ``space``: node neighbours' inboxes, or its outbox.
         self.dest: dict[tuple[int, int, int], int] = {}
         for k in plans:
@@ -121,13 +133,31 @@ class Mailboxes:
                     for parity in (0, 1):
                         self.dest[(k, parity, peer)] = start + parity * total + starts[self.rank]
 
-    def _allocate(self, nbytes: int) -> tuple[np.ndarray, int]:
-        """``(space, where this rank's region starts in it)``."""
+    def _allocate(self, nbytes: int, previous: Mailboxes | None) -> tuple[np.ndarray, int]:
+        """``(space, where this rank's region starts in it)``: ``previous``'s where every
+        rank's layout fits in its region (the node agrees), else a new one."""
+        if previous is not None and previous.win is not None:
+            fits = all(self.node.allgather(nbytes <= previous.capacity))
+            if fits:
+                self.win, self.capacity = previous.win, previous.capacity
+                space, mine = previous.space, previous.mine
+                previous.win, previous.space = None, np.zeros(0, dtype=np.uint8)
+                return space, mine
+            previous.close()
+        elif previous is not None and not self.shared_peers and previous.capacity >= nbytes:
+            space, self.capacity = previous.space, previous.capacity
+            previous.space = np.zeros(0, dtype=np.uint8)
+            space[:] = 0
+            return space, 0
         if not self.shared_peers:
+            self.capacity = nbytes
             return np.zeros(nbytes, dtype=np.uint8), 0
         from mpi4py import MPI
 
-        self.win = MPI.Win.Allocate_shared(nbytes, 1, comm=self.node)
+        # Room to grow: a rebalance that moves a few partitions changes the sizes a little,
+        # and a region that fits is taken over (``previous``).
+        self.capacity = nbytes + nbytes // 4
+        self.win = MPI.Win.Allocate_shared(self.capacity, 1, comm=self.node)
         self.win.Lock_all(MPI.MODE_NOCHECK)
         spans = [self.win.Shared_query(r)[0] for r in range(self.node.Get_size())]
         bases = [s.address for s in spans]

@@ -31,7 +31,7 @@ from grapeshot.runtime.halo_plan import (
     GridPlan,
     RankLinks,
     graph_plan,
-    grid_plan,
+    grid_plans,
     rank_links,
 )
 from grapeshot.runtime.plain_batch import is_numba_kernel, plain_batch
@@ -170,11 +170,16 @@ class RankPlan:
             batches=batches,
             batched=frozenset(batches),
             arena=arena,
-            plans={
-                k: grid_plan(links, boxes, arena, ph.exchange.fields, ph.exchange.width)
-                for k, ph in enumerate(phases)
-                if _is_grid(ph)
-            },
+            plans=grid_plans(
+                links,
+                boxes,
+                arena,
+                {
+                    k: (ph.exchange.fields, ph.exchange.width)
+                    for k, ph in enumerate(phases)
+                    if _is_grid(ph)
+                },
+            ),
             graph_plans={
                 k: graph_plan(graph_targets(ph.graph, boxes), node_of, rank)
                 for k, ph in enumerate(phases)

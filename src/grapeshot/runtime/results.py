@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grapeshot.model.program import Block
+from grapeshot.runtime.halo_plan import pair_sums
 from grapeshot.runtime.rank_plan import RankPlan
 from grapeshot.runtime.timeline import TaskRows
 
@@ -30,10 +31,14 @@ class RankResult:
     bytes_sent: int
     messages: int
     time: float
+    #: ``{(source partition, destination partition): bytes}`` of the segment's halos; with
+    #: ``halo_links``, the grid exchanges' are not in it yet: int64 ``(src, dst, bytes)`` per
+    #: link, summed by pair when the run is gathered (:func:`RankResult.halo_pairs`).
     halo_bytes: dict[tuple[int, int], int]
     #: ``(source rank, bytes, seconds from send posted to receive complete)`` per message
     #: this rank received.
     message_log: list[tuple[int, int, float]] = field(default_factory=list)
+    halo_links: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     #: Seconds spent in global reductions, and how many there were.
     reduce_seconds: float = 0.0
     reductions: int = 0
@@ -57,6 +62,15 @@ class RankResult:
     #: compiled: a kernel called with types the warm-up did not give it.
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)
+
+    def halo_pairs(self) -> dict[tuple[int, int], int]:
+        """``{(source partition, destination partition): bytes}`` of every halo of the
+        segment."""
+        total = dict(self.halo_bytes)
+        if self.halo_links is not None:
+            for pair, nbytes in pair_sums(*self.halo_links).items():
+                total[pair] = total.get(pair, 0) + nbytes
+        return total
 
     def loads(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
         """This rank's partitions and their loads in each step of the segment: int64
