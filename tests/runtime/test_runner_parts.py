@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from grapeshot.model.program import Context, neighbour_offsets
-from grapeshot.model.task_halos import DATA, INBOX, STATE, no_halos, state
+from grapeshot.model.task_halos import DATA, INBOX, STATE, make_halos, no_halos, state
 from grapeshot.runtime.copies import copy_within
 from grapeshot.runtime.dispatch import SPLIT_COPIES, Dispatch, chunks
 from grapeshot.runtime.fusion import Fusion
@@ -108,6 +109,37 @@ def test_a_replan_takes_over_the_mailboxes_region_where_it_fits() -> None:
     )
     assert grown.space.ctypes.data != tiny.space.ctypes.data
     assert grown.capacity >= grown.space.size >= max(grown.in_total.values())
+
+
+def test_a_ping_pong_s_second_exchange_gets_the_first_one_s_tables_shifted() -> None:
+    """The front exchanges u, then v, laid out alike: the v phase's own copies and the
+    packing of each phase's next messages are those built for them directly."""
+    from grapeshot.apps.user import load_user_app
+    from grapeshot.runtime.halo_plan import fused_halos, pack_pieces
+
+    root = Path(__file__).resolve().parents[2]
+    front = load_user_app(f"{root}/examples/program/front.py:make_front")
+    program = front.make_program((4, 4), (32, 24), 0)
+    plan = RankPlan.build(program, _placement(program, 2, seed=3), 0)
+    mail = _mail(plan, 2)
+    fusion = Fusion.build(plan, mail, threads=1)
+    assert fusion.fused == {0, 1} and fusion.prepacks == {0: 1, 1: 0}
+    where, header = (plan.links, plan.boxes, plan.arena), HEADER * 8
+    for k, names in ((0, ("u",)), (1, ("v",))):
+        own = fused_halos(*where, plan.plans[k], mail.in_starts[k], header)
+        nxt = 1 - k
+        pieces = pack_pieces(*where, plan.plans[nxt].names, plan.plans[nxt].width)
+        packs = [pieces.placed(mail.outgoing_starts(nxt, parity), header) for parity in (0, 1)]
+        packs = packs if nxt > k else packs[::-1]
+        for parity in (0, 1):
+            expected = make_halos(
+                len(plan.local), data=plan.arena.shared, own=own,
+                inbox=mail.inbox(k, parity).view(np.float64), packs=packs[parity],
+                outbox=mail.space.view(np.float64), state_array=fusion.halos[k][parity][STATE],
+            )  # fmt: skip
+            got = fusion.halos[k][parity]
+            assert len(got) == len(expected)
+            assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True)), names
 
 
 def test_one_thread_fuses_the_batched_exchange_and_threads_fuse_nothing() -> None:

@@ -81,7 +81,7 @@ DATA, INBOX, OUTBOX, STATE, TABLES = range(5)
 ) = range(16)  # fmt: skip
 N_TABLES = 16
 #: The tables :func:`grapeshot.runtime.halo_plan.fused_halos` gives, and
-#: :func:`~grapeshot.runtime.halo_plan.fused_packs`.
+#: :func:`~grapeshot.runtime.halo_plan.pack_pieces`, placed.
 OWN_COPIES = slice(PAIR_PTR, OUT_PTR)
 PACKS = slice(OUT_PTR, N_TABLES)
 #: Where ``STATE`` holds ``L`` and the partition still to pack; the ``ran`` flags follow.

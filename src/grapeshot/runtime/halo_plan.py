@@ -22,7 +22,7 @@ Everything here is pure numpy over one process; the runner (:mod:`grapeshot.runt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property, lru_cache
 from typing import NamedTuple
 
@@ -741,21 +741,49 @@ def strided_runs(
     return _runs(cells, paired, np.ascontiguousarray(ptr, dtype=np.int64))
 
 
+@dataclass(frozen=True, eq=False)
+class MessagePieces:
+    """Messages cut into one piece per link and field, grouped by local partition, before
+    knowing where the messages lie (:func:`_message_pieces`).
+
+    ``ptr`` (``L + 1``), ``lo``, ``hi`` and ``runs`` are :mod:`grapeshot.model.task_halos`'
+    (``runs``: ``(first cell in arena.shared, step, count)``); ``which`` and ``rel`` are each
+    piece's message (an index into ``ranks``) and its place in that message's payload
+    (float64 units).
+    """
+
+    ptr: np.ndarray
+    which: np.ndarray
+    rel: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    runs: np.ndarray
+    ranks: tuple[int, ...]
+
+    def placed(self, starts: dict[int, int], header_bytes: int) -> tuple[np.ndarray, ...]:
+        """``(ptr, at, lo, hi, runs)`` with the messages at byte offsets ``starts`` (each a
+        header, then its payload): ``at``, where each piece starts (float64 units)."""
+        payload = np.array([(starts[r] + header_bytes) // 8 for r in self.ranks], np.int64)
+        at = payload[self.which] + self.rel if self.ranks else self.rel
+        return self.ptr, at, self.lo, self.hi, self.runs
+
+    def shifted(self, delta: int) -> MessagePieces:
+        """The same pieces of fields lying ``delta`` cells further in ``arena.shared``."""
+        runs = self.runs.copy()
+        runs[:, 0] += delta
+        return replace(self, runs=runs)
+
+
 def _message_pieces(
     groups: dict[int, LinkArrays],
-    starts: dict[int, int],
-    header_bytes: int,
     names: tuple[str, ...],
     links: RankLinks,
     slab: tuple[Arena, list[Box], int, bool],
-) -> tuple[np.ndarray, ...]:
+) -> MessagePieces:
     """Every message of ``groups`` (``{rank: links}``) cut into one piece per link and field,
     grouped by the local partition of the piece's slab (the receiver's ghosts, or with
     ``ghost`` false the sender's interior), in message order within each partition; ``slab``
     is ``(arena, boxes, width, ghost)``.
-
-    Returns ``(ptr, at, lo, hi, runs)`` (:mod:`grapeshot.model.task_halos`' layout: ``lo``,
-    ``hi`` are each piece's range of rows in ``runs``, ``(first, step, count)``).
     """
     arena, boxes, width, ghost = slab
     ranks = sorted(groups)
@@ -764,7 +792,10 @@ def _message_pieces(
     sides = [_sides(names, groups[r], boxes[0].ndim, ghost) for r in ranks]
     if not sides:
         empty = np.zeros(0, dtype=np.int64)
-        return np.zeros(n + 1, dtype=np.int64), empty, empty, empty, np.zeros((0, 3), np.int64)
+        return MessagePieces(
+            np.zeros(n + 1, dtype=np.int64), empty, empty, empty, empty,
+            np.zeros((0, 3), np.int64), (),
+        )  # fmt: skip
     parts = np.concatenate([side[2] for side in sides])
     which = np.repeat(np.arange(len(ranks)), [side[2].size for side in sides])
     slabs = (
@@ -775,11 +806,9 @@ def _message_pieces(
     )
     cells, sizes = _slab_table(arena, boxes, width, slabs, ghost, shared=True)
     position = arena.positions(parts)
-    # A piece starts where its message's payload does (float64 units), after the pieces
-    # before it in that message.
-    payload = np.array([(starts[r] + header_bytes) // 8 for r in ranks], np.int64)
+    # A piece starts after the pieces before it in its message's payload.
     before = _starts(sizes)
-    at = payload[which] + before - before[np.searchsorted(which, which)]
+    rel = before - before[np.searchsorted(which, which)]
     order = np.argsort(position, kind="stable")
     moved = sizes[order]
     lo = _starts(moved)
@@ -788,7 +817,10 @@ def _message_pieces(
     rows, run_ptr = strided_runs(
         _reorder_chunks(cells, sizes, order), np.concatenate([lo, [int(moved.sum())]])
     )
-    return ptr, at[order], run_ptr[:-1], run_ptr[1:], rows[:, [0, 1, 4]].copy()
+    return MessagePieces(
+        ptr, which[order], rel[order], run_ptr[:-1], run_ptr[1:], rows[:, [0, 1, 4]].copy(),
+        tuple(ranks),
+    )  # fmt: skip
 
 
 def fused_halos(
@@ -840,39 +872,35 @@ def fused_halos(
         link_dst,
         link_ptr,
         copies,
-        *_message_pieces(
-            links.recv_links,
-            inbox_starts,
-            header_bytes,
-            names,
-            links,
-            (arena, boxes, plan.width, True),
+        *_message_pieces(links.recv_links, names, links, (arena, boxes, plan.width, True)).placed(
+            inbox_starts, header_bytes
         ),
     )
 
 
-def fused_packs(
-    links: RankLinks,
-    boxes: list[Box],
-    arena: Arena,
-    names: tuple[str, ...],
-    width: int,
-    outbox_starts: dict[int, int],
-    header_bytes: int,
-) -> tuple[np.ndarray, ...] | None:
-    """The tables by which tasks pack their part of one grid exchange's messages.
-
-    Entries ``OUT_PTR`` to ``OUT_RUNS`` of :mod:`grapeshot.model.task_halos`' tuple
-    (:data:`~grapeshot.model.task_halos.PACKS`); ``outbox_starts`` is
-    :func:`message_layout`'s for ``plan.send``. ``None`` if a field of the exchange is not
-    float64.
-    """
+def pack_pieces(
+    links: RankLinks, boxes: list[Box], arena: Arena, names: tuple[str, ...], width: int
+) -> MessagePieces | None:
+    """The pieces by which tasks pack their part of one grid exchange's messages, before
+    knowing where the messages go (the same for both rounds' outboxes): placed
+    (:meth:`MessagePieces.placed`, with :func:`message_layout`'s starts for ``plan.send``),
+    entries ``OUT_PTR`` to ``OUT_RUNS`` of :mod:`grapeshot.model.task_halos`' tuple
+    (:data:`~grapeshot.model.task_halos.PACKS`). ``None`` if a field of the exchange is not
+    float64."""
     if any(name not in arena.offset for name in names):
         return None
-    return _message_pieces(
-        links.send_links, outbox_starts, header_bytes, names, links,
-        (arena, boxes, width, False),
-    )  # fmt: skip
+    return _message_pieces(links.send_links, names, links, (arena, boxes, width, False))
+
+
+def shifted_halos(tables: tuple[np.ndarray, ...], delta: int) -> tuple[np.ndarray, ...]:
+    """:func:`fused_halos`' tables of fields lying ``delta`` cells further in
+    ``arena.shared`` (the same links and messages, laid out alike: :meth:`Arena.same_layout`).
+    """
+    *head, copies, ptr, at, lo, hi, runs = tables
+    copies, runs = copies.copy(), runs.copy()
+    copies[:, [0, 2]] += delta
+    runs[:, 0] += delta
+    return (*head, copies, ptr, at, lo, hi, runs)
 
 
 @cache
