@@ -66,6 +66,11 @@ def test_the_record_carries_every_call_and_the_wall_time_holds_them(recorded) ->
     assert calls["parts_moved"].sum() > 0 and calls["bytes"].sum() == summary["bytes_migrated"]
     # Per rank: the call is part of the time between segments, and the wall time holds them.
     assert (calls["seconds"] >= calls["call_seconds"] - 1e-9).all()
+    # Its own part starts when the last rank ended its segment: one rank at least waited for
+    # none, the others for that one.
+    own = calls["own_seconds"]
+    assert own.shape == calls["seconds"].shape and (own <= calls["seconds"] + 1e-9).all()
+    assert np.allclose((calls["seconds"] - own).min(axis=1), 0.0, atol=1e-6), calls["seconds"] - own
     assert np.allclose(calls["seconds"].sum(axis=0), rebalance_seconds)
     for busy, between in zip(summary["busy"], summary["rebalance_seconds"], strict=True):
         assert summary["wall_time"] >= busy + between

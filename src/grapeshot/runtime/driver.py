@@ -396,15 +396,22 @@ def _rebalances(
     """One row per rebalance call of a run: ``step`` (steps done before it),
     ``parts_moved``, ``bytes`` (partition state sent, all ranks), ``node_of`` (``(calls,
     P)``, the placement after it), and per rank (``(calls, ranks)``) ``call_seconds``, its
-    time in the call (gathering the loads, deciding, moving the blocks), and ``seconds``,
-    the whole time between its segments (the call, then re-planning in place when
-    partitions moved)."""
+    time in the call (gathering the loads, deciding, moving the blocks), ``seconds``, the
+    whole time between its segments (the call, then re-planning in place when partitions
+    moved), and ``own_seconds``, the part of it after the last rank ended its segment: the
+    rebalance's own cost, without the wait for a slower rank that would have come at the
+    next exchange anyway."""
     started = np.array([[seg["started"] for seg in g] for g in gathered])  # (ranks, segments)
     walls = np.array([[seg["wall"] for seg in g] for g in gathered])
     between = (started[:, 1:] - started[:, :-1] - walls[:, :-1]).T
+    # Each rank's times from its first step (the ranks leave the barrier before it together):
+    # from the end of the segment the last rank finished to this rank's next start.
+    since = started - started[:, :1]
+    own = (since[:, 1:] - (since[:, :-1] + walls[:, :-1]).max(axis=0)).T
     # Segments end at checkpoints too: keep the boundaries where a call was made.
     called = {c[0] for c in calls}
-    between = between[[i for i, s in enumerate(seg_starts[1:]) if s in called]]
+    keep = [i for i, s in enumerate(seg_starts[1:]) if s in called]
+    between, own = between[keep], own[keep]
     n = len(calls)
     return {
         "step": np.array([c[0] for c in calls], dtype=np.int64),
@@ -413,6 +420,7 @@ def _rebalances(
         "node_of": np.array([c[4] for c in calls], dtype=np.int32).reshape(n, n_parts),
         "call_seconds": np.array(call_seconds, dtype=np.float64).T.reshape(n, len(gathered)),
         "seconds": np.maximum(between, 0.0).reshape(n, len(gathered)),
+        "own_seconds": np.maximum(own, 0.0).reshape(n, len(gathered)),
     }
 
 
@@ -589,7 +597,7 @@ def _dynamic_proposal(
 def _seconds_per_work(r: RankResult) -> float:
     """This rank's CPU seconds per work count in the segment ``r``: what turns work counts
     into time."""
-    work = sum(sum(counts) for counts in r.work.values())
+    work = sum(int(np.sum(counts)) for counts in r.work.values())
     return r.tasks.sums()[0] / work if work > 0 else 0.0
 
 
@@ -626,10 +634,11 @@ def _state_bytes(r: RankResult, weights: np.ndarray) -> np.ndarray:
     Partitions on other ranks get the mean size per unit of ``weights`` (float64, ``(P,)``)
     of rank 0's partitions: the strategy only weighs them against each other."""
     weights = np.maximum(1.0, np.floor(weights))
-    sizes = {p: sum(a.nbytes for a in b.values()) for p, b in r.blocks.items()}
-    per_unit = sum(sizes.values()) / max(sum(weights[p] for p in sizes), 1.0)
-    estimate = per_unit * weights
-    return np.array([sizes.get(p, estimate[p]) for p in range(weights.size)], dtype=np.int64)
+    parts = np.fromiter(r.blocks, dtype=np.int64, count=len(r.blocks))
+    sizes = np.array([sum(a.nbytes for a in b.values()) for b in r.blocks.values()], np.float64)
+    estimate = weights * (sizes.sum() / max(weights[parts].sum(), 1.0))
+    estimate[parts] = sizes
+    return estimate.astype(np.int64)
 
 
 def _portable(

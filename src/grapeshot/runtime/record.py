@@ -28,9 +28,11 @@ trace, plus a ``run`` group:
   state sent), ``node_of`` (``(calls, P)``, the placement after it), and per rank (``(calls,
   ranks)``) ``call_seconds`` (gathering the loads, deciding, moving the blocks) and
   ``seconds`` (the whole time between the rank's segments: the call and the re-plan in
-  place); the group's ``dynamic`` attribute is the strategy as JSON, its name and
-  parameters (``make_dynamic_strategy(name, **rest)`` makes it again). ``run/ranks/
-  rebalance_seconds`` sums ``seconds`` per rank: the wall time holds it.
+  place), ``own_seconds`` (the part of ``seconds`` after the last rank ended its segment:
+  the rebalance's own cost, not the wait for a slower rank); the group's ``dynamic``
+  attribute is the strategy as JSON, its name and parameters
+  (``make_dynamic_strategy(name, **rest)`` makes it again). ``run/ranks/rebalance_seconds``
+  sums ``seconds`` per rank: the wall time holds it.
 - ``run`` attributes: the JSON summary's scalars.
 """
 

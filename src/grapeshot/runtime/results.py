@@ -7,6 +7,7 @@ each adding what it did; it is plain numbers so that adding costs nothing measur
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +26,8 @@ class RankResult:
     rank: int
     blocks: dict[int, Block]
     tasks: TaskRows
-    work: dict[int, list[int]]
+    #: ``{partition: its work count per step}`` (a list or an int array ``(steps,)``).
+    work: dict[int, Sequence[int]]
     wall: float
     threads: int
     bytes_sent: int
@@ -167,11 +169,11 @@ class WorkLog:
         for p in plan.local:
             self.work[p].append(int(program.work(blocks[p], boxes[p])))
 
-    def counts(self) -> dict[int, list[int]]:
-        """``{partition: [count per step]}`` of every step recorded."""
+    def counts(self) -> dict[int, Sequence[int]]:
+        """``{partition: counts per step}`` of every step recorded: lists, or int arrays
+        ``(steps,)`` (columns of one array, not a Python int each) where the rank's counts
+        were read at once."""
         if self.rows:
             counts = np.stack(self.rows)
-            for i, p in enumerate(self.plan.local):
-                self.work[p].extend(counts[:, i].tolist())
-            self.rows.clear()
+            return {p: counts[:, i] for i, p in enumerate(self.plan.local)}
         return self.work
