@@ -578,22 +578,34 @@ def grid_plan(
     ndim = boxes[0].ndim
 
     # Only local partitions' slabs are ever indexed: the sender gathers its interiors, the
-    # receiver scatters into its ghosts.
-    def gather(link_arrays: LinkArrays, ghost: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        cells, sizes = _slab_table(
-            arena, boxes, width, _sides(names, link_arrays, ndim, ghost), ghost
-        )
-        m = link_arrays.src.size
-        ends = np.cumsum(sizes.reshape(len(names), m).sum(axis=1)).tolist()
-        return {
-            name: (cells[lo:hi], sizes[j * m : (j + 1) * m])
-            for j, (name, lo, hi) in enumerate(zip(names, [0, *ends[:-1]], ends, strict=True))
-        }
+    # receiver scatters into its ghosts. Every group of links of one side in one table (a
+    # table's numpy calls cost more than its cells at a few hundred partitions a rank).
+    def gather(
+        groups: list[LinkArrays], ghost: bool
+    ) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
+        sides = [_sides(names, g, ndim, ghost) for g in groups]
+        slabs = (names, *(np.concatenate([side[i] for side in sides]) for i in (1, 2, 3)))
+        cells, sizes = _slab_table(arena, boxes, width, slabs, ghost)
+        tables, slab_at, cell_at = [], 0, 0
+        for g in groups:
+            m = g.src.size
+            mine = sizes[slab_at : slab_at + len(names) * m]
+            ends = (cell_at + np.cumsum(mine.reshape(len(names), m).sum(axis=1))).tolist()
+            tables.append(
+                {
+                    name: (cells[lo:hi], mine[j * m : (j + 1) * m])
+                    for j, (name, lo, hi) in enumerate(
+                        zip(names, [cell_at, *ends[:-1]], ends, strict=True)
+                    )
+                }
+            )
+            slab_at, cell_at = slab_at + len(names) * m, ends[-1]
+        return tables
 
-    local_src = gather(links.local_links, False)
-    local_dst = gather(links.local_links, True)
-    send = {r: gather(la, False) for r, la in links.send_links.items()}
-    recv = {r: gather(la, True) for r, la in links.recv_links.items()}
+    local_src, *sends = gather([links.local_links, *links.send_links.values()], False)
+    local_dst, *recvs = gather([links.local_links, *links.recv_links.values()], True)
+    send = dict(zip(links.send_links, sends, strict=True))
+    recv = dict(zip(links.recv_links, recvs, strict=True))
     # Every link this rank sends, local then by rank: its bytes are its slabs' sizes.
     groups = [links.local_links, *links.send_links.values()]
     sent = LinkArrays(*(np.concatenate([g[i] for g in groups]) for i in range(3)))
