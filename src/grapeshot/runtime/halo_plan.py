@@ -241,18 +241,24 @@ class Arena:
         if placed is None:
             self._build(columns, slack=0.0 if previous is None else self.SLACK)
             kept: dict[str, set[int]] = {name: set() for name in names}
+            #: ``{name: {partition: shape}}`` of the segments checked against their boxes
+            #: (:meth:`shape_kinds`); a partition that stays keeps its entry.
+            self._checked: dict[str, dict[int, tuple[int, ...]]] = {name: {} for name in names}
         else:
-            self.base, kept = placed
+            self.base, kept, self.end = placed
             self.shared, self.offset = previous.shared, previous.offset
             self.flat, self.capacity = previous.flat, previous.capacity
+            self._checked = previous._checked
         self.views: dict[str, dict[int, np.ndarray]] = {}
         for name, arrays in columns.items():
             flat, at, stay = self.flat[name], self.base[name], kept[name]
+            checked = self._checked[name]
             self.views[name] = views = {}
             for p, array in zip(self.parts, arrays, strict=True):
                 if p in stay:  # the previous arena's own view, where it was
                     views[p] = array
                     continue
+                checked.pop(p, None)
                 view = flat[at[p] : at[p] + array.size].reshape(array.shape)
                 if placed is not None:  # (a new arena was filled by _build already)
                     view[...] = array
@@ -272,6 +278,8 @@ class Arena:
             at += self.capacity[name]
         self.flat: dict[str, np.ndarray] = {}
         self.base: dict[str, dict[int, int]] = {}
+        #: ``{name: where new segments may start}``: no segment ever used lies beyond it.
+        self.end: dict[str, int] = {}
         for name, arrays in columns.items():
             if name in self.offset:
                 off = self.offset[name]
@@ -283,12 +291,14 @@ class Arena:
             if arrays:  # one copy of every partition's field
                 np.concatenate([a.reshape(-1) for a in arrays], out=flat[: int(starts[-1])])
             self.base[name] = dict(zip(self.parts, starts.tolist(), strict=False))
+            self.end[name] = int(starts[-1])
 
     def _places(
         self, previous: Arena, blocks: dict[int, Block], columns: dict[str, list[np.ndarray]]
-    ) -> tuple[dict[str, dict[int, int]], dict[str, set[int]]] | None:
+    ) -> tuple[dict[str, dict[int, int]], dict[str, set[int]], dict[str, int]] | None:
         """Where each partition's segment goes in ``previous``'s arrays, ``{name: {partition:
-        base}}``, and which partitions keep theirs; ``None`` if the arrivals do not fit, the
+        base}}``, which partitions keep theirs, and where each field's segments now end;
+        ``None`` if the arrivals do not fit, the
         fields changed, or an array to copy in lies in ``previous``'s memory (a kernel that
         rebound one field to another's array: copying segment by segment could overwrite it
         before it is read)."""
@@ -299,6 +309,7 @@ class Arena:
             return None
         places: dict[str, dict[int, int]] = {}
         kept: dict[str, set[int]] = {}
+        ends: dict[str, int] = {}
         for name, arrays in columns.items():
             old, views = previous.base[name], previous.views[name]
             stay = {p for p, a in zip(self.parts, arrays, strict=True) if a is views.get(p)}
@@ -307,7 +318,7 @@ class Arena:
             for p, base in old.items():
                 if p not in stay:
                     free.setdefault(views[p].size, []).append(base)
-            end = max((old[p] + views[p].size for p in old), default=0)
+            end = previous.end[name]
             at = {}
             for p, a in zip(self.parts, arrays, strict=True):
                 if p in stay:
@@ -321,8 +332,8 @@ class Arena:
                     at[p], end = end, end + a.size
                 else:
                     return None
-            places[name], kept[name] = at, stay
-        return places, kept
+            places[name], kept[name], ends[name] = at, stay, end
+        return places, kept, ends
 
     def positions(self, parts: np.ndarray) -> np.ndarray:
         """Where each of ``parts`` (partition ids) is among the arena's partitions."""
@@ -348,13 +359,17 @@ class Arena:
         if name not in cached:
             shapes: dict[tuple[int, ...], int] = {}
             kinds = np.empty(len(self.parts), dtype=np.int64)
+            views, checked = self.views[name], self._checked[name]
             for i, p in enumerate(self.parts):
-                shape = self.views[name][p].shape
-                if shape[: boxes[p].ndim] != boxes[p].padded_shape:
-                    raise ValueError(
-                        f"partition {p}: grid field of shape {shape} does not start with the "
-                        f"padded box shape {boxes[p].padded_shape}"
-                    )
+                shape = checked.get(p)
+                if shape is None:  # a partition new here (one that stays was checked)
+                    shape, padded = views[p].shape, boxes[p].padded_shape
+                    if shape[: len(padded)] != padded:
+                        raise ValueError(
+                            f"partition {p}: grid field of shape {shape} does not start with "
+                            f"the padded box shape {padded}"
+                        )
+                    checked[p] = shape
                 kinds[i] = shapes.setdefault(shape, len(shapes))
             cached[name] = (kinds, list(shapes))
         return cached[name]
