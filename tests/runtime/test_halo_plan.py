@@ -250,7 +250,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
             plans[r], plans[r].send, arenas[r], list(links[r].send), header
         )
         outbox = np.zeros(total // 8)
-        packs = pack_pieces(links[r], boxes, arenas[r], names, width).placed(starts, header)
+        packs = pack_pieces(links[r], arenas[r], plans[r]).placed(starts, header)
         halos = make_halos(
             len(links[r].local_parts), data=arenas[r].shared, packs=packs, outbox=outbox
         )
@@ -301,7 +301,7 @@ def test_a_field_that_is_not_float64_is_not_fused() -> None:
     arena = Arena(("k",), links.local_parts, blocks)
     plan = grid_plan(links, boxes, arena, ("k",), 1)
     assert fused_halos(links, boxes, arena, plan, {}, HEADER * 8) is None
-    assert pack_pieces(links, boxes, arena, ("k",), 1) is None
+    assert pack_pieces(links, arena, plan) is None
 
 
 def _same_tables(a, b) -> bool:

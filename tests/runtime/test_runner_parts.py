@@ -128,7 +128,7 @@ def test_a_ping_pong_s_second_exchange_gets_the_first_one_s_tables_shifted() -> 
     for k, names in ((0, ("u",)), (1, ("v",))):
         own = fused_halos(*where, plan.plans[k], mail.in_starts[k], header)
         nxt = 1 - k
-        pieces = pack_pieces(*where, plan.plans[nxt].names, plan.plans[nxt].width)
+        pieces = pack_pieces(plan.links, plan.arena, plan.plans[nxt])
         packs = [pieces.placed(mail.outgoing_starts(nxt, parity), header) for parity in (0, 1)]
         packs = packs if nxt > k else packs[::-1]
         for parity in (0, 1):

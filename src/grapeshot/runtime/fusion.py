@@ -124,15 +124,17 @@ class _Built:
         self.own.append((names, width, starts, tables))
         return tables
 
-    def pieces(self, names: tuple[str, ...], width: int) -> MessagePieces | None:
-        """:func:`pack_pieces` of an exchange of ``names``, ``width`` cells."""
+    def pieces(self, k: int) -> MessagePieces | None:
+        """:func:`pack_pieces` of grid exchange ``k``."""
+        plan = self.plan
+        grid = plan.plans[k]
+        names, width = grid.names, grid.width
         for done, done_width, pieces in self.packs:
             if done_width == width and pieces is not None:
                 delta = self.delta(done, names)
                 if delta is not None:
                     return pieces if delta == 0 else pieces.shifted(delta)
-        plan = self.plan
-        pieces = pack_pieces(plan.links, plan.boxes, plan.arena, names, width)
+        pieces = pack_pieces(plan.links, plan.arena, grid)
         self.packs.append((names, width, pieces))
         return pieces
 
@@ -159,7 +161,7 @@ def _copies(
     ):
         # Round n of phase k comes before round n of a later phase and before round n + 1 of
         # phase 0. Both rounds' pieces are one cut, placed in either outbox.
-        pieces = built.pieces(nxt_ex.fields, nxt_ex.width)
+        pieces = built.pieces(nxt)
         if pieces is not None:
             later = [pieces.placed(mail.outgoing_starts(nxt, parity), header) for parity in (0, 1)]
             packs = later if nxt > k else later[::-1]

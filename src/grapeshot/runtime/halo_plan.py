@@ -530,7 +530,9 @@ class GridPlan:
     message to rank ``r`` and ``recv[r]`` scatters the one from rank ``r``, fields one after
     the other in ``names`` order. ``sent`` is every link this rank sends (local ones, then
     each rank's) with ``sent_bytes``, int64: its bytes in one round; ``local_sizes``, int64
-    ``(len(names), local links)``: the cells of each local link's slab of each field.
+    ``(len(names), local links)``: the cells of each local link's slab of each field;
+    ``send_sizes[r]``, ``recv_sizes[r]``, int64 ``(len(names) * links to or from r,)``: the
+    cells of each slab of the message, field after field.
     """
 
     names: tuple[str, ...]
@@ -542,6 +544,8 @@ class GridPlan:
     recv: dict[int, dict[str, np.ndarray]]
     sent: LinkArrays
     sent_bytes: np.ndarray
+    send_sizes: dict[int, np.ndarray]
+    recv_sizes: dict[int, np.ndarray]
 
     def renamed(self, names: tuple[str, ...]) -> GridPlan:
         """This plan's tables (shared, not copied) for fields ``names`` in place of
@@ -554,7 +558,7 @@ class GridPlan:
         return GridPlan(
             names, self.width, self.local_sizes, by(self.local_src), by(self.local_dst),
             {r: by(t) for r, t in self.send.items()}, {r: by(t) for r, t in self.recv.items()},
-            self.sent, self.sent_bytes,
+            self.sent, self.sent_bytes, self.send_sizes, self.recv_sizes,
         )  # fmt: skip
 
     def message_bytes(self, table: dict[int, dict[str, np.ndarray]], arena: Arena, r: int) -> int:
@@ -632,6 +636,9 @@ def grid_plan(
     def cells(table: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
         return {name: c for name, (c, _) in table.items()}
 
+    def sizes(table: dict[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        return np.concatenate([table[name][1] for name in names])
+
     return GridPlan(
         names,
         width,
@@ -642,6 +649,8 @@ def grid_plan(
         {r: cells(t) for r, t in recv.items()},
         sent,
         sent_bytes,
+        {r: sizes(t) for r, t in send.items()},
+        {r: sizes(t) for r, t in recv.items()},
     )
 
 
@@ -801,37 +810,31 @@ class MessagePieces:
         return replace(self, runs=runs)
 
 
-def _message_pieces(
-    groups: dict[int, LinkArrays],
-    names: tuple[str, ...],
-    links: RankLinks,
-    slab: tuple[Arena, list[Box], int, bool],
-) -> MessagePieces:
-    """Every message of ``groups`` (``{rank: links}``) cut into one piece per link and field,
-    grouped by the local partition of the piece's slab (the receiver's ghosts, or with
-    ``ghost`` false the sender's interior), in message order within each partition; ``slab``
-    is ``(arena, boxes, width, ghost)``.
+def _message_pieces(plan: GridPlan, links: RankLinks, arena: Arena, ghost: bool) -> MessagePieces:
+    """Every message of ``plan`` this rank receives (``ghost``) or sends cut into one piece
+    per link and field, grouped by the local partition of the piece's slab (the receiver's
+    ghosts, or the sender's interior), in message order within each partition: the plan's
+    own slabs (``recv``/``send`` and their sizes), in ``arena.shared``.
     """
-    arena, boxes, width, ghost = slab
-    ranks = sorted(groups)
+    groups, table, slab_sizes = (
+        (links.recv_links, plan.recv, plan.recv_sizes)
+        if ghost
+        else (links.send_links, plan.send, plan.send_sizes)
+    )
+    names, ranks = plan.names, sorted(groups)
     n = len(links.local_parts)
-    # A message holds each field's cells over all its links in turn.
-    sides = [_sides(names, groups[r], boxes[0].ndim, ghost) for r in ranks]
-    if not sides:
+    if not ranks:
         empty = np.zeros(0, dtype=np.int64)
         return MessagePieces(
             np.zeros(n + 1, dtype=np.int64), empty, empty, empty, empty,
             np.zeros((0, 3), np.int64), (),
         )  # fmt: skip
-    parts = np.concatenate([side[2] for side in sides])
-    which = np.repeat(np.arange(len(ranks)), [side[2].size for side in sides])
-    slabs = (
-        names,
-        np.concatenate([side[1] for side in sides]),
-        parts,
-        np.concatenate([side[3] for side in sides]),
-    )
-    cells, sizes = _slab_table(arena, boxes, width, slabs, ghost, shared=True)
+    # A message holds each field's cells over all its links in turn.
+    ends = [groups[r].dst if ghost else groups[r].src for r in ranks]
+    parts = np.concatenate([np.tile(e, len(names)) for e in ends])
+    which = np.repeat(np.arange(len(ranks)), [len(names) * e.size for e in ends])
+    cells = np.concatenate([table[r][name] + arena.offset[name] for r in ranks for name in names])
+    sizes = np.concatenate([slab_sizes[r] for r in ranks])
     position = arena.positions(parts)
     # A piece starts after the pieces before it in its message's payload.
     before = _starts(sizes)
@@ -899,24 +902,20 @@ def fused_halos(
         link_dst,
         link_ptr,
         copies,
-        *_message_pieces(links.recv_links, names, links, (arena, boxes, plan.width, True)).placed(
-            inbox_starts, header_bytes
-        ),
+        *_message_pieces(plan, links, arena, ghost=True).placed(inbox_starts, header_bytes),
     )
 
 
-def pack_pieces(
-    links: RankLinks, boxes: list[Box], arena: Arena, names: tuple[str, ...], width: int
-) -> MessagePieces | None:
-    """The pieces by which tasks pack their part of one grid exchange's messages, before
-    knowing where the messages go (the same for both rounds' outboxes): placed
+def pack_pieces(links: RankLinks, arena: Arena, plan: GridPlan) -> MessagePieces | None:
+    """The pieces by which tasks pack their part of grid exchange ``plan``'s messages,
+    before knowing where the messages go (the same for both rounds' outboxes): placed
     (:meth:`MessagePieces.placed`, with :func:`message_layout`'s starts for ``plan.send``),
     entries ``OUT_PTR`` to ``OUT_RUNS`` of :mod:`grapeshot.model.task_halos`' tuple
     (:data:`~grapeshot.model.task_halos.PACKS`). ``None`` if a field of the exchange is not
     float64."""
-    if any(name not in arena.offset for name in names):
+    if any(name not in arena.offset for name in plan.names):
         return None
-    return _message_pieces(links.send_links, names, links, (arena, boxes, width, False))
+    return _message_pieces(plan, links, arena, ghost=False)
 
 
 def shifted_halos(tables: tuple[np.ndarray, ...], delta: int) -> tuple[np.ndarray, ...]:

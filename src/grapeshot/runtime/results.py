@@ -7,6 +7,7 @@ each adding what it did; it is plain numbers so that adding costs nothing measur
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -150,10 +151,9 @@ class WorkLog:
         named = {batch.work for batch in plan.batches.values()} - {None}
         if plan.all_batched and len(named) == 1:
             w = named.pop()
-            bases = np.array([plan.arena.base[w][p] for p in local], dtype=np.int64)
-            self.at = (plan.arena.flat[w], bases)
+            self.at = (plan.arena.flat[w], plan.arena.bases(w))  # the arena's order: local's
         elif plan.all_batched and not program.counts_work:
-            self.cells = np.array([np.prod(plan.boxes[p].shape) for p in local])
+            self.cells = np.array([math.prod(plan.boxes[p].shape) for p in local], np.int64)
 
     def record(self) -> None:
         """Keep each local partition's work count of the step just done."""

@@ -152,9 +152,10 @@ class PhaseTasks:
         batch, name = plan.batches[k], phase.name
         arena = plan.arena
         arrays = tuple(arena.flat[f] for f in batch.fields)
-        bases = np.array(
-            [[arena.base[f][p] for p in plan.local] for f in batch.fields], dtype=np.int64
-        ).reshape(len(batch.fields), len(plan.local))
+        # The arena lists the partitions in the plan's local order.
+        bases = np.array([arena.bases(f) for f in batch.fields], dtype=np.int64).reshape(
+            len(batch.fields), len(plan.local)
+        )
         iparams = iparams_table(batch, plan.boxes, plan.local, arena, self.rows.setdefault(k, {}))
         run, params_of, values = batch.run, batch.params, self.slots.batch_values
         # Programs that keep the default check_block (no check) pay nothing per task for it.
