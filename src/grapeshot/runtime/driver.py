@@ -597,7 +597,7 @@ def _dynamic_proposal(
 def _seconds_per_work(r: RankResult) -> float:
     """This rank's CPU seconds per work count in the segment ``r``: what turns work counts
     into time."""
-    work = sum(int(np.sum(counts)) for counts in r.work.values())
+    work = int(np.concatenate([np.asarray(c) for c in r.work.values()] or [[0]]).sum())
     return r.tasks.sums()[0] / work if work > 0 else 0.0
 
 

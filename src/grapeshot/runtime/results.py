@@ -174,6 +174,5 @@ class WorkLog:
         ``(steps,)`` (columns of one array, not a Python int each) where the rank's counts
         were read at once."""
         if self.rows:
-            counts = np.stack(self.rows)
-            return {p: counts[:, i] for i, p in enumerate(self.plan.local)}
+            return dict(zip(self.plan.local, np.stack(self.rows).T, strict=True))
         return self.work

@@ -167,20 +167,28 @@ class TaskRows:
                 float((t["end"][main] - t["start"][main]).sum()),
             )
         # A batch row's tasks run back to back: their wall seconds are its last stamp less
-        # its first. Summed in nanoseconds (ints) per share, then scaled once.
-        cpu = halo = main = 0.0
+        # its first. The rows' halo nanoseconds are summed in one pass over all of them.
+        cpu = main = 0.0
+        copies: list[np.ndarray] = []
+        copy_shares: list[float] = []
         for clock in self._clocks:
             for row, share in zip(clock.rows, clock.shares, strict=True):
                 if isinstance(row[0], np.ndarray):
                     stamps = row[4]
                     wall = (int(stamps[-1]) - int(stamps[0])) * 1e-9
-                    if len(row) > 7:
-                        halo += int(row[7].sum()) * 1e-9 * share
+                    if len(row) > 7 and row[7].size:
+                        copies.append(row[7])
+                        copy_shares.append(share)
                 else:
                     wall = row[5] - row[4]
                 cpu += wall * share
                 if row[3] == 0:
                     main += wall
+        halo = 0.0
+        if copies:
+            starts = np.cumsum([0] + [c.size for c in copies[:-1]])
+            per_row = np.add.reduceat(np.concatenate(copies), starts)
+            halo = float(np.dot(per_row, copy_shares)) * 1e-9
         return cpu, halo, main
 
 
