@@ -709,7 +709,7 @@ def _outcome(program: Program, gathered, done: _Executed, run: RunOptions) -> Ru
                 for key, col in r["tasks"].items():
                     col = col + offset if key in ("start", "end") else col
                     columns.setdefault(key, []).append(col)
-                columns.setdefault("rank", []).append(np.full(len(col), r["rank"]))
+                columns.setdefault("rank", []).append(np.full(r["tasks"]["part"].size, r["rank"]))
             first_step = 0 if seg_starts is None else seg_starts[seg]
             for p, w in r["work"].items():
                 work[first_step : first_step + len(w), p] = w

@@ -298,10 +298,9 @@ class Arena:
     ) -> tuple[dict[str, dict[int, int]], dict[str, set[int]], dict[str, int]] | None:
         """Where each partition's segment goes in ``previous``'s arrays, ``{name: {partition:
         base}}``, which partitions keep theirs, and where each field's segments now end;
-        ``None`` if the arrivals do not fit, the
-        fields changed, or an array to copy in lies in ``previous``'s memory (a kernel that
-        rebound one field to another's array: copying segment by segment could overwrite it
-        before it is read)."""
+        ``None`` if the arrivals do not fit, the fields changed, or an array to copy in lies
+        in ``previous``'s memory (a kernel that rebound one field to another's array: copying
+        segment by segment could overwrite it before it is read)."""
         if previous.names != self.names or any(
             arrays and arrays[0].dtype != previous.flat[name].dtype
             for name, arrays in columns.items()

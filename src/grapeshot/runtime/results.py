@@ -36,7 +36,7 @@ class RankResult:
     time: float
     #: ``{(source partition, destination partition): bytes}`` of the segment's halos; with
     #: ``halo_links``, the grid exchanges' are not in it yet: int64 ``(src, dst, bytes)`` per
-    #: link, summed by pair when the run is gathered (:func:`RankResult.halo_pairs`).
+    #: link, summed by pair when the run is gathered (:meth:`RankResult.halo_pairs`).
     halo_bytes: dict[tuple[int, int], int]
     #: ``(source rank, bytes, seconds from send posted to receive complete)`` per message
     #: this rank received.
