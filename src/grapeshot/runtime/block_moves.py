@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from grapeshot.model.program import Block
+from grapeshot.runtime import populated
 
 
 class _Raw(NamedTuple):
@@ -69,8 +70,11 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
     layouts_in = [layout for layout, _, _ in told]
     nbytes_in = np.array([n for _, n, _ in told], dtype=np.int64)
     total = sum(sent for _, _, sent in told)  # every rank's own, this one's included
-    send = np.concatenate([x for r in range(size) for x in arrays[r]] or [np.zeros(0, np.uint8)])
-    recv = np.empty(int(nbytes_in.sum()), dtype=np.uint8)
+    # Fresh buffers of a few megabytes at a large move: their pages mapped at once.
+    send = populated.zeros(int(nbytes.sum()), np.uint8)
+    if send.size:
+        np.concatenate([x for r in range(size) for x in arrays[r]], out=send)
+    recv = populated.zeros(int(nbytes_in.sum()), np.uint8)
     starts_out = (np.cumsum(nbytes) - nbytes).tolist()
     starts_in = (np.cumsum(nbytes_in) - nbytes_in).tolist()
     comm.Alltoallv(
