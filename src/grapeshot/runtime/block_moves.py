@@ -70,7 +70,8 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
     layouts_in = [layout for layout, _, _ in told]
     nbytes_in = np.array([n for _, n, _ in told], dtype=np.int64)
     total = sum(sent for _, _, sent in told)  # every rank's own, this one's included
-    # Fresh buffers of a few megabytes at a large move: their pages mapped at once.
+    # Fresh buffers of a few megabytes at a large move: their pages mapped at once (written
+    # once, read once: the arrivals' grid fields are copied into the arena).
     send = populated.zeros(int(nbytes.sum()), np.uint8)
     if send.size:
         np.concatenate([x for r in range(size) for x in arrays[r]], out=send)

@@ -1,12 +1,14 @@
-"""Large fresh arrays whose pages are mapped when they are made, not one fault at a time.
+"""Large fresh buffers whose pages are mapped when they are made, not one fault at a time.
 
-A fresh array of a few megabytes (an arena rebuilt at a rebalance, the blocks a rebalance
-moves) is new memory: the kernel maps each of its 4 KiB pages on first touch, one fault
-each. On a virtual machine a fault is expensive: measured here, 38 MiB zeroed by numpy took
-46-173 ms, and 19-25 ms mapped at once (``mmap`` with ``MAP_POPULATE``) and zeroed; a
-rebalance's rebuilt arena of 3 MB took 13 ms. Below :data:`POPULATE_BYTES` (numpy's
-allocator reuses freed memory there) or where the platform has no ``MAP_POPULATE``, the
-arrays are numpy's own.
+A fresh buffer of a few megabytes (the blocks a rebalance moves, sent and received) is new
+memory, mapped on first touch. numpy asks huge pages for its large arrays, and on a virtual
+machine each huge page's fault (a 2 MiB page zeroed, memory compacted) is slow: measured
+here, 38 MiB zeroed by numpy took 110-180 ms, and 21-25 ms mapped at once in 4 KiB pages
+(``mmap`` with ``MAP_POPULATE``). Only for buffers that are written once and read once:
+kernels run on huge pages faster (an arena on these pages cost a rank 20% more busy time),
+so the arena and the blocks stay numpy's. Below :data:`POPULATE_BYTES` (numpy's allocator
+reuses freed memory there) or where the platform has no ``MAP_POPULATE``, the buffers are
+numpy's own.
 """
 
 from __future__ import annotations
