@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba.core.event import install_listener
 
+from grapeshot.model.errors import GrapeshotError
 from grapeshot.model.program import Block, Context, Phase, Program
 from grapeshot.runtime.agreement import agreed
 from grapeshot.runtime.compile_clock import CompileClock
@@ -244,9 +245,16 @@ class RankRunner:
         # any waits for it in a collective.
         # A rebalance keeps the partitions that stay where they are in the arena.
         previous = self.plan.arena if self.plan is not None and blocks is not None else None
-        self.plan = plan = agreed(
-            data, lambda: RankPlan.build(program, node_of, data.Get_rank(), blocks, previous)
-        )
+        try:
+            self.plan = plan = agreed(
+                data, lambda: RankPlan.build(program, node_of, data.Get_rank(), blocks, previous)
+            )
+        except GrapeshotError:
+            # Every rank raises it here alike (agreed): they free the old window together.
+            # (Another error is one rank's alone: it ends the job without a collective.)
+            if self.mail is not None:
+                self.mail.close()
+            raise
         # A re-plan takes over the mailboxes' window where the new layout fits in it.
         self.mail = Mailboxes(
             data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm, previous=self.mail
