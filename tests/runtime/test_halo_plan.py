@@ -273,7 +273,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         for source, at in starts.items():
             message = outboxes[(source, r)]
             inbox[(at + header) // 8 : (at + header) // 8 + message.size] = message
-        tables = fused_halos(links[r], boxes, arenas[r], plans[r], starts, header)
+        tables = fused_halos(links[r], arenas[r], plans[r], starts, header)
         n = len(links[r].local_parts)
         halos = make_halos(n, data=arenas[r].shared, own=tables, inbox=inbox)
         ran = state(halos[STATE])[1]
@@ -300,7 +300,7 @@ def test_a_field_that_is_not_float64_is_not_fused() -> None:
     links = rank_links(boxes, np.zeros(len(boxes), dtype=np.int64), 0)
     arena = Arena(("k",), links.local_parts, blocks)
     plan = grid_plan(links, boxes, arena, ("k",), 1)
-    assert fused_halos(links, boxes, arena, plan, {}, HEADER * 8) is None
+    assert fused_halos(links, arena, plan, {}, HEADER * 8) is None
     assert pack_pieces(links, arena, plan) is None
 
 

@@ -120,7 +120,7 @@ class _Built:
                 delta = self.delta(done, names)
                 if delta is not None:
                     return shifted_halos(tables, delta)
-        tables = fused_halos(plan.links, plan.boxes, plan.arena, grid, starts, header)
+        tables = fused_halos(plan.links, plan.arena, grid, starts, header)
         self.own.append((names, width, starts, tables))
         return tables
 

@@ -418,10 +418,9 @@ def _slab_table(
     width: int,
     slabs: tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray],
     ghost: bool,
-    shared: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The cells of each slab, one after the other, and each slab's size: indices into
-    ``arena.flat[name]`` (``shared``: into ``arena.shared``).
+    ``arena.flat[name]``.
 
     ``slabs`` is ``(names, name, part, way)``: per slab (int64 arrays, one entry each), the
     index of its field in ``names``, its partition and the slot of its side in
@@ -447,7 +446,7 @@ def _slab_table(
         mine = name_id == j
         kinds, table = arena.shape_kinds(name, boxes)
         kind[mine] = kinds[at[mine]]
-        base[mine] = arena.bases(name)[at[mine]] + (arena.offset[name] if shared else 0)
+        base[mine] = arena.bases(name)[at[mine]]
         shapes.append(table)
     n_kinds = max(len(t) for t in shapes)
     key = (name_id * n_kinds + kind) * len(every) + offsets
@@ -474,20 +473,17 @@ def _slab_table(
 
 
 def _sides(
-    names: tuple[str, ...], links: LinkArrays, ndim: int, ghost: bool, name_major: bool = True
+    names: tuple[str, ...], links: LinkArrays, ndim: int, ghost: bool
 ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
     """The slabs of ``links`` (of a ``ndim``-D grid) for each of ``names``
     (:func:`_slab_table`'s ``slabs``): the sender's interior, or with ``ghost`` the
-    receiver's ghosts; every link of one field after the other (``name_major``), else every
-    field of one link after the other."""
+    receiver's ghosts; every link of one field after the other."""
     if ghost:
         parts, ways = links.dst, _back_slots(3**ndim - 1)[links.way]
     else:
         parts, ways = links.src, links.way
     k, m = len(names), parts.size
-    if name_major:
-        return names, np.repeat(np.arange(k), m), np.tile(parts, k), np.tile(ways, k)
-    return names, np.tile(np.arange(k), m), np.repeat(parts, k), np.repeat(ways, k)
+    return names, np.repeat(np.arange(k), m), np.tile(parts, k), np.tile(ways, k)
 
 
 @njit(cache=True)
@@ -856,7 +852,6 @@ def _message_pieces(plan: GridPlan, links: RankLinks, arena: Arena, ghost: bool)
 
 def fused_halos(
     links: RankLinks,
-    boxes: list[Box],
     arena: Arena,
     plan: GridPlan,
     inbox_starts: dict[int, int],
