@@ -132,6 +132,7 @@ class TaskRows:
     def __init__(self, clocks: list[ThreadClock] | None = None, record: TaskRecord | None = None):
         self._clocks = clocks or []
         self._record = record
+        self._sums: tuple[float, float, float] | None = None
 
     @classmethod
     def take(cls, clocks: list[ThreadClock]) -> TaskRows:
@@ -149,6 +150,7 @@ class TaskRows:
         if self._record is None:
             self._record = TaskRecord.from_clocks(self._clocks)
             self._clocks = []
+            self._sums = None  # from the columns from now on, to the last bit
         return self._record
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -157,7 +159,14 @@ class TaskRows:
 
     def sums(self) -> tuple[float, float, float]:
         """The tasks' CPU seconds, the part of them in their own halo copies, and the main
-        thread's (0's) tasks' wall seconds."""
+        thread's (0's) tasks' wall seconds (summed once: the segment's end, a rebalance on
+        measured seconds and the gathering all read them; again from the columns once they
+        are built, which round a task's seconds alike)."""
+        if self._sums is None:
+            self._sums = self._summed()
+        return self._sums
+
+    def _summed(self) -> tuple[float, float, float]:
         if self._record is not None:
             t = self._record.arrays()
             main = t["thread"] == 0
