@@ -174,8 +174,8 @@ def _least_block_bytes(program: Any, box: Any) -> int:
     grid = {
         name
         for phase in program.phases
-        if phase.exchange is not None and phase.exchange.pack is None
-        for name in phase.exchange.fields
+        if phase.exchange is not None
+        for name in phase.exchange.grid_fields
     }
     return math.prod(box.padded_shape) * len(grid)
 
@@ -203,10 +203,7 @@ def _check_grid_fields(program: Any, block: dict, box: Any) -> None:
     dimension (one line naming ``--parts`` and the program's axes)."""
     ndim = len(box.padded_shape)
     for phase in program.phases:
-        exchange = phase.exchange
-        if exchange is None or exchange.pack is not None:
-            continue
-        for name in exchange.fields:
+        for name in phase.exchange.grid_fields if phase.exchange is not None else ():
             shape = tuple(getattr(block[name], "shape", ()))
             if shape[:ndim] == box.padded_shape:
                 continue

@@ -332,6 +332,12 @@ class Exchange:
                 "Exchange(corners=False) is for grid fields: custom packers get every neighbour"
             )
 
+    @property
+    def grid_fields(self) -> tuple[str, ...]:
+        """The fields the grid packer slices out of padded blocks: all of :attr:`fields`, or
+        none with a custom ``pack`` (what must start with a box's padded shape)."""
+        return self.fields if self.pack is None else ()
+
     def offsets(self, ndim: int) -> tuple[Offset, ...]:
         """The neighbours this exchange moves halos with, in :func:`neighbour_offsets` order."""
         return neighbour_offsets(ndim) if self.corners else face_offsets(ndim)
@@ -734,8 +740,8 @@ def make_block(program: Program, box: Box) -> Block:
         )
     for phase in program.phases:
         named = list(phase.fields or ())
-        if phase.exchange is not None and phase.exchange.pack is None:
-            named += phase.exchange.fields
+        if phase.exchange is not None:
+            named += phase.exchange.grid_fields
         for name in named:
             if name not in block:
                 raise InputError(

@@ -591,10 +591,7 @@ def _integer_exchanges(program: Program, block: Block) -> list[CheckWarning]:
     """A warning for each integer field a grid halo exchange moves."""
     found = []
     for phase in program.phases:
-        ex = phase.exchange
-        if ex is None or ex.pack is not None:
-            continue
-        for name in ex.fields:
+        for name in phase.exchange.grid_fields if phase.exchange is not None else ():
             a = block.get(name)
             if isinstance(a, np.ndarray) and a.dtype.kind in "biu":
                 found.append(
