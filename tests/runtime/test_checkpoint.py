@@ -20,7 +20,7 @@ from grapeshot.model.checkpoint_file import (
     write_rank_file,
 )
 from grapeshot.model.errors import InputError
-from grapeshot.runtime.checkpoint import Decision, check_identity, decide
+from grapeshot.runtime.checkpoint import Boundary, Decision, check_identity, decide
 
 
 def test_decide_checkpoints_every_n_steps_and_stops_on_a_signal() -> None:
@@ -31,6 +31,38 @@ def test_decide_checkpoints_every_n_steps_and_stops_on_a_signal() -> None:
     assert decide(13, 100, 10, due=False, signal=15) == Decision(True, 15)
     assert decide(100, 100, 10, due=False, signal=15) == Decision(True, 0)
     assert decide(100, 100, 7, due=True, signal=2) is None
+
+
+def _decisions(peek: bool) -> list[Decision | None]:
+    """A boundary's decisions along a run of 12 steps whose rank gets a signal at step 5;
+    ``peek``: each one asked before, as the runner does to send the next step's messages
+    early (Boundary.coming)."""
+    from mpi4py import MPI
+
+    at = {"step": 0}
+    boundary = Boundary(
+        MPI.COMM_SELF, end=12, pending=lambda: 15 if at["step"] >= 5 else 0
+    )  # fmt: skip
+    made: list[Decision | None] = []
+    for step in range(1, 13):
+        at["step"] = step
+        coming = boundary.coming(step) if peek else None
+        decision = boundary(step)
+        if peek:
+            assert coming == decision
+        made.append(decision)
+        if decision is not None and decision.stop:
+            break
+    boundary.close()
+    return made
+
+
+def test_the_coming_decision_is_the_one_the_boundary_makes() -> None:
+    made = _decisions(peek=True)
+    # The signal seen at step 5 stops the run a boundary later, whether peeked at or not.
+    assert made == _decisions(peek=False)
+    assert made[-1] == Decision(False, 15) and len(made) == 6
+    assert all(d is None for d in made[:-1])
 
 
 def _blocks() -> dict[int, dict]:

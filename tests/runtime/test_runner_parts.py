@@ -244,6 +244,43 @@ def test_the_ready_queue_runs_every_task_once_ready_ones_first(threads, batched)
     assert {row[6] for row in rows if row[0] < 4} == {0.0}
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("last", [[7, 8, 9], []])
+@pytest.mark.parametrize("fails", [False, True])
+def test_then_runs_once_when_the_last_task_ran_and_never_after_a_failure(
+    threads, last, fails
+) -> None:
+    # What the phase's last call does before its bookkeeping: send the next phase's
+    # messages (RankRunner._packed). A last message that makes no task ready still ends
+    # the phase; a task that failed sends nothing.
+    everyone = 7 + len(last)
+    watch = Watch(Heat(), _Rank(), timeout=60.0)
+    dispatch = Dispatch(threads, everyone, Tally(), watch)
+    seen: list[int] = []
+    called: list[int] = []
+    lock = threading.Lock()
+
+    def task(todo, step, ctx, waited, rows, thread, then=None):
+        with lock:
+            seen.extend(int(i) for i in todo)
+        if fails and 0 in todo:
+            watch.fail(0, step, "p", ValueError("bad cell"))
+        if then is not None and watch.failure is None:  # as the runtime's tasks do
+            then()
+
+    with dispatch.workers():
+        dispatch.run(
+            task,
+            np.arange(4, dtype=np.int64),
+            _Arrivals([[4, 5, 6], last]),
+            Context(5, 0.0),
+            True,
+            lambda: called.append(len(seen)),
+        )
+    assert sorted(seen) == list(range(everyone))
+    assert called == ([] if fails else [everyone])
+
+
 def test_chunks_deal_round_robin_in_order() -> None:
     assert chunks(list(range(7)), 3) == [[0, 3, 6], [1, 4], [2, 5]]
     assert chunks([1, 2], 5) == [[1, 2]]

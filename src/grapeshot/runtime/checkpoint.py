@@ -142,19 +142,29 @@ class Boundary:
         self.recv = np.zeros(2, dtype=np.int64)
         self.request: MPI.Request | None = None
         self.op = MPI.MAX
+        #: ``(signal, due)`` agreed at the boundary before, once its agreement is in.
+        self.agreed = (0, False)
         self.stopped: tuple[int, int] | None = None
         self.written: list[tuple[int, float]] = []
 
-    def __call__(self, step: int) -> Decision | None:
-        """The decision after ``step`` steps (collective, the same on every rank)."""
-        signal, due = 0, False
+    def coming(self, step: int) -> Decision | None:
+        """The decision the call after ``step`` steps will make, known before it (the
+        agreement it rests on began a boundary earlier): the runner sends the next step's
+        first messages early only where the run goes on. Collective, as the call."""
         if self.request is not None:
             self.request.Wait()
             self.request = None
-            signal, due = int(self.recv[0]), bool(self.recv[1])
+            self.agreed = (int(self.recv[0]), bool(self.recv[1]))
+        signal, due = self.agreed
         decision = decide(step, self.end, self.every if self.writer else None, due, signal)
         if decision is not None and not self.writer:
             decision = Decision(False, decision.stop) if decision.stop else None
+        return decision
+
+    def __call__(self, step: int) -> Decision | None:
+        """The decision after ``step`` steps (collective, the same on every rank)."""
+        decision = self.coming(step)
+        self.agreed = (0, False)
         if decision is not None and decision.stop:
             self.stopped = (step, decision.stop)
             return decision

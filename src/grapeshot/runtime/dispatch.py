@@ -110,17 +110,32 @@ class Dispatch:
                 self.finished.put(len(item[1]))
 
     def run(
-        self, task: Callable, ready: np.ndarray, arrivals: Arrivals, ctx: Context, batched: bool
+        self,
+        task: Callable,
+        ready: np.ndarray,
+        arrivals: Arrivals,
+        ctx: Context,
+        batched: bool,
+        then: Callable[[], None] | None = None,
     ) -> None:
         """Run every local partition's task of a phase, the ``ready`` positions first, then
-        those each of ``arrivals`` makes ready (first in, first out)."""
+        those each of ``arrivals`` makes ready (first in, first out); ``then()``, on this
+        thread, as soon as the last of them ran without error (the next phase's messages
+        leave there: a neighbour may be waiting for them)."""
         if self.threads == 1:
-            self._run_inline(task, ready, arrivals, ctx)
+            self._run_inline(task, ready, arrivals, ctx, then)
         else:
             self._run_pooled(task, ready, arrivals, ctx, batched)
+            if then is not None and self.watch.failure is None:
+                then()
 
     def _run_inline(
-        self, task: Callable, ready: np.ndarray, arrivals: Arrivals, ctx: Context
+        self,
+        task: Callable,
+        ready: np.ndarray,
+        arrivals: Arrivals,
+        ctx: Context,
+        then: Callable[[], None] | None,
     ) -> None:
         """One thread: run the ready tasks, then wait for the next message, until done."""
         clock = self.clocks[0]
@@ -136,9 +151,16 @@ class Dispatch:
                 ready = np.concatenate([ready, got[0]])
             if ready.size:  # a call on nothing would cost a batch call's Python, ~10 µs
                 clock.start()
-                task(ready, step, ctx, waited, rows, 0)
+                if pending or then is None:
+                    task(ready, step, ctx, waited, rows, 0)
+                else:  # the phase's last call: ``then`` before its own bookkeeping
+                    task(ready, step, ctx, waited, rows, 0, then)
                 clock.stop()
-            if not pending:
+                if not pending:
+                    return
+            elif not pending:
+                if then is not None and self.watch.failure is None:
+                    then()
                 return
             ready, waited = arrivals.next()
 

@@ -57,6 +57,7 @@ reductions (:mod:`~grapeshot.runtime.reductions`), migration
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -226,6 +227,9 @@ class RankRunner:
         self.mail: Mailboxes | None = None
         #: The batches' iparams rows of every partition met, kept across re-plans.
         self.iparams: dict[int, dict[int, np.ndarray]] = {}
+        #: ``goes_on(step)``: whether the segment running goes on to ``step`` (its messages
+        #: may then leave before it begins); set by :meth:`run_segments`.
+        self.goes_on: Callable[[int], bool] = lambda step: False
         self.place(program, node_of, blocks, start_step)
 
     def place(
@@ -315,6 +319,16 @@ class RankRunner:
         watchdog = threading.Thread(target=self.watch.watch, args=(stop,), daemon=True)
         ctx = Context(self.start_step, start_time)
         step = self.start_step
+
+        def goes_on(step: int) -> bool:
+            if step == end or step in cutset:
+                return False
+            if boundary is None:
+                return True
+            self.watch.waiting_for = f"the ranks' agreement after step {step}"
+            return boundary.coming(step) is None
+
+        self.goes_on = goes_on
         with install_listener("numba:compile", self.compiles), self.dispatch.workers():
             watchdog.start()
             try:
@@ -361,6 +375,15 @@ class RankRunner:
                     boundary.close()
         self.mail.close()
         return results
+
+    def _packed(self, step: int, k: int, nxt: int) -> None:
+        """Phase ``k``'s tasks of ``step`` packed phase ``nxt``'s messages: they leave now,
+        where that phase runs on this plan, not after this rank's Python between the phases
+        (70-110 µs a phase at 16×16, on the path of a neighbour waiting for them)."""
+        self.halos.prepacked.add(nxt)
+        ahead = step if nxt > k else step + 1
+        if nxt > k or self.goes_on(ahead):
+            self.halos.send_ahead(ahead, nxt)
 
     def _segment(self, ctx: Context) -> RankResult:
         """The result of the segment just run, ending at ``ctx``'s step; the records and
@@ -428,10 +451,9 @@ class RankRunner:
         nxt = fusion.prepacks.get(k)
         if nxt is not None:  # the tasks pack the next phase's messages: free their buffer
             halos.outbox_free(nxt)
-        self.dispatch.run(task, ready, arrivals, ctx, batched)
+        then = None if nxt is None else functools.partial(self._packed, step, k, nxt)
+        self.dispatch.run(task, ready, arrivals, ctx, batched, then)
         self.watch.check()
-        if nxt is not None:
-            halos.prepacked.add(nxt)
         if phase.reduce is not None:
             values = self.slots.batch_values.tolist() if batched else self.slots.values
             self.reducer.reduce(phase, ctx, values)

@@ -78,6 +78,8 @@ class Halos:
         self.rounds = dict.fromkeys(plan.plans, 0)
         #: The grid exchanges whose messages the phase before packed already.
         self.prepacked: set[int] = set()
+        #: The grid exchanges whose messages left as soon as they were packed (send_ahead).
+        self.sent: set[int] = set()
         self.custom_halo: dict[tuple[int, int], int] = {}
         #: ``{grid phase: bytes}`` of its local halos in one round.
         self.local_bytes = {
@@ -102,7 +104,10 @@ class Halos:
             t = time.perf_counter()
             if k in plan.plans:
                 self.messenger.post_grid_receives(step, k)
-                self.send_grid(step, k)
+                if k in self.sent:
+                    self.sent.discard(k)
+                else:
+                    self.send_grid(step, k)
                 if k in self.fusion.fused:
                     self.fusion.ran[:] = 0
             else:
@@ -147,6 +152,15 @@ class Halos:
                 self.dispatch.copy_local(flat, plan.local_src[name], plan.local_dst[name])
         self.tally.copied_bytes += self.local_bytes[k]
         self.rounds[k] += 1
+
+    def send_ahead(self, step: int, k: int) -> None:
+        """Send grid exchange ``k``'s messages of ``step`` now, before its phase begins: the
+        phase before packed them (the phase's :meth:`send` then only posts its receives;
+        MPI keeps a message that comes before its receive)."""
+        t = time.perf_counter()
+        self.send_grid(step, k)
+        self.sent.add(k)
+        self.tally.halo_seconds += time.perf_counter() - t
 
     def outbox_free(self, k: int) -> None:
         """Wait until the last round's messages of grid exchange ``k`` have left."""
@@ -340,9 +354,12 @@ class HaloRound:
         halos.take(k, source, raw)
         halos.tally.halo_seconds += time.perf_counter() - t
         feeds = halos.plan.feeds[source]
+        waited = t - halos.clock.t0 - self.start
+        if not pending and len(halos.plan.sources) == 1:
+            return feeds, waited  # the one source: what it feeds waited for it alone
         need = self.need
         need[feeds] -= 1
-        return feeds[need[feeds] == 0], t - halos.clock.t0 - self.start
+        return feeds[need[feeds] == 0], waited
 
 
 def _sender(item: tuple[int, np.ndarray]) -> int:

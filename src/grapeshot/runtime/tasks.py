@@ -1,10 +1,13 @@
 """The functions that run one phase's tasks on a list of local partitions, and what tasks
 leave behind for the rest of the step (reduced values, emigrants) or find (custom halos).
 
-``task(todo, step, ctx, waited, rows, thread)`` runs the partitions at positions ``todo`` in
-order and appends their rows to ``rows`` (:class:`~grapeshot.runtime.timeline.ThreadClock`);
-an exception is kept in the rank's :class:`~grapeshot.runtime.watch.Watch` for the main
-thread, which aborts the run. Tasks run on any thread and never call MPI.
+``task(todo, step, ctx, waited, rows, thread, then=None)`` runs the partitions at positions
+``todo`` in order and appends their rows to ``rows``
+(:class:`~grapeshot.runtime.timeline.ThreadClock`); an exception is kept in the rank's
+:class:`~grapeshot.runtime.watch.Watch` for the main thread, which aborts the run. Tasks run
+on any thread and never call MPI; ``then``, which only the main thread passes (its phase's
+last call, :meth:`~grapeshot.runtime.dispatch.Dispatch.run`), is called once the partitions
+ran, before the call's own bookkeeping, unless a task of the rank failed.
 """
 
 from __future__ import annotations
@@ -119,7 +122,10 @@ class PhaseTasks:
         perf_counter, clock, watch = time.perf_counter, self.clock, self.watch
         fail = watch.fail
 
-        def task(todo: list, step: int, ctx: Context, waited: float, rows: list, thread: int):
+        def task(
+            todo: list, step: int, ctx: Context, waited: float, rows: list, thread: int,
+            then: Callable[[], None] | None = None,
+        ):  # fmt: skip
             t0 = clock.t0
             for i in todo:
                 p = local[i]
@@ -142,6 +148,8 @@ class PhaseTasks:
                 end = perf_counter()
                 watch.progress_at = end
                 rows.append((p, step, k, thread, start - t0, end - t0, waited))
+            if then is not None and watch.failure is None:
+                then()
 
         return task
 
@@ -180,7 +188,10 @@ class PhaseTasks:
         clock, watch, parity, gil = self.clock, self.watch, self.parity, self.gil
         perf_counter = time.perf_counter
 
-        def task(todo, step: int, ctx: Context, waited: float, rows: list, thread: int):
+        def task(
+            todo, step: int, ctx: Context, waited: float, rows: list, thread: int,
+            then: Callable[[], None] | None = None,
+        ):  # fmt: skip
             # Contiguous, as warm() compiled it: the threads' runs are strided views
             # (dispatch.chunks), and numba would compile the batch again for that layout,
             # inside the timed run, seconds with the workers waiting.
@@ -188,6 +199,7 @@ class PhaseTasks:
             stamps = np.zeros(positions.size + 1, dtype=np.int64)
             halos = by_parity[parity(step)]
             back = 0.0
+            done = False
             try:
                 if params[0] is not ctx:
                     params[:] = (ctx, params_of(ctx))
@@ -204,6 +216,7 @@ class PhaseTasks:
                     if checked:
                         for p in local[flagged].tolist():
                             check(blocks[p], boxes[p], ctx, name)
+                done = True
             except BaseException as exc:  # the main thread reports it and aborts the run
                 # The task that raised is the last one that began.
                 begun = np.flatnonzero(stamps[: positions.size])
@@ -211,6 +224,8 @@ class PhaseTasks:
                     positions[begun[-1]] if begun.size else (positions[0] if positions.size else -1)
                 )
                 watch.fail(int(local[at]) if at >= 0 else -1, step, name, exc)
+            if done and then is not None and watch.failure is None:
+                then()
             watch.progress_at = time.perf_counter()
             if positions.size:
                 offset = clock.stamp_offset
