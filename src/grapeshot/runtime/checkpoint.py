@@ -5,8 +5,9 @@ rebalance): all ranks have finished the same step and hold their partitions' blo
 :class:`Boundary` decides there, identically on every rank, whether to write a checkpoint
 (every ``--checkpoint-every`` steps; or when rank 0's clock says ``--checkpoint-seconds`` have
 passed) and whether to stop (a SIGTERM or SIGINT that reached *any* rank). The ranks agree
-through one small non-blocking allreduce per step, posted at a boundary and read at the next:
-a signal or rank 0's clock acts one step later, and no rank waits for the others to learn it.
+through one small non-blocking allreduce per step (a persistent one, started at a boundary and
+read at the next): a signal or rank 0's clock acts one step later, and no rank waits for the
+others to learn it.
 
 A checkpoint (:mod:`grapeshot.model.checkpoint_file` for the format) is written by every rank
 at once, one file each, then rank 0 writes the index that names them and renames it into
@@ -141,6 +142,7 @@ class Boundary:
         self.send = np.zeros(2, dtype=np.int64)
         self.recv = np.zeros(2, dtype=np.int64)
         self.request: MPI.Request | None = None
+        self.agreement: MPI.Prequest | None = None
         self.op = MPI.MAX
         #: ``(signal, due)`` agreed at the boundary before, once its agreement is in.
         self.agreed = (0, False)
@@ -176,7 +178,10 @@ class Boundary:
         self.send[0] = self.pending()
         overdue = self.seconds is not None and now - self.last >= self.seconds
         self.send[1] = int(self.root and self.writer is not None and overdue)
-        self.request = self.comm.Iallreduce(self.send, self.recv, op=self.op)
+        if self.agreement is None:  # one persistent allreduce, started at every boundary
+            self.agreement = self.comm.Allreduce_init(self.send, self.recv, op=self.op)
+        self.agreement.Start()
+        self.request = self.agreement
         return decision
 
     def save(
@@ -204,6 +209,9 @@ class Boundary:
         if self.request is not None:
             self.request.Wait()
             self.request = None
+        if self.agreement is not None:
+            self.agreement.Free()
+            self.agreement = None
         self.comm.Free()
 
 

@@ -225,6 +225,7 @@ class RankRunner:
         self.compiles = CompileClock()
         self.plan: RankPlan | None = None
         self.mail: Mailboxes | None = None
+        self.messenger: Messenger | None = None
         #: The batches' iparams rows of every partition met, kept across re-plans.
         self.iparams: dict[int, dict[int, np.ndarray]] = {}
         #: ``goes_on(step)``: whether the segment running goes on to ``step`` (its messages
@@ -267,6 +268,8 @@ class RankRunner:
         tally, watch = self.tally, self.watch
         self.dispatch.n_local = len(plan.local)
         self.slots = slots = PartSlots(len(plan.local))
+        if self.messenger is not None:  # its sends were done at the segment's end
+            self.messenger.close()
         self.messenger = Messenger(data, self.mail, plan.sources, start_step, tally, watch)
         self.tasks = PhaseTasks(
             plan, self.fusion, slots, self.clock, watch, self.messenger.parity, self.iparams
@@ -373,6 +376,7 @@ class RankRunner:
                 stop.set()
                 if boundary is not None:
                     boundary.close()
+        self.messenger.close()
         self.mail.close()
         return results
 

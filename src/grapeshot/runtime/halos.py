@@ -145,7 +145,7 @@ class Halos:
             write_header(raw, step, k, HALO)
         mail.sync()  # the writes into node neighbours' inboxes before the news of them
         for r, raw in segments.items():
-            self.messenger.send_grid(k, r, raw)
+            self.messenger.send_grid(k, parity, r, raw)
         if k not in fusion.fused:  # else each task copies its own
             for name in plan.names:
                 flat = arena.flat[name]

@@ -75,6 +75,12 @@ class Messenger:
         #: The posted receives of the current grid exchange, one per source (done: NULL).
         self.grid_recvs: list = []
         self.nothing = np.zeros(0, dtype=np.uint8)  # the payload of news through the window
+        #: Persistent requests of the grid exchanges, made at a round's first use and
+        #: started every round after (a request made anew costs a rank a few µs a phase,
+        #: on the path of a neighbour waiting for it): ``{(k, parity): [receive per
+        #: source]}`` and ``{(k, parity, dest): send}``. Freed by :meth:`close`.
+        self.recv_rounds: dict[tuple[int, int], list] = {}
+        self.send_rounds: dict[tuple[int, int, int], MPI.Prequest] = {}
 
     def parity(self, step: int) -> int:
         """Which of a grid exchange's two inboxes (and halos tuples) serves ``step``: every
@@ -90,22 +96,37 @@ class Messenger:
         MPI matches messages of one source and tag in the order they were sent, so these
         receive this round's, whatever later rounds a fast neighbour has sent already.
         """
-        parity, mail = self.parity(step), self.mail
-        irecv, tag = self.comm.Irecv, GRID_TAG + k
-        self.grid_recvs = [
-            irecv(
-                self.nothing if r in mail.shared_peers else mail.received(k, parity, r),
-                source=r,
-                tag=tag,
-            )
-            for r in self.sources
-        ]
+        from mpi4py import MPI
 
-    def send_grid(self, k: int, dest: int, raw: np.ndarray) -> None:
-        """Send grid message ``raw`` of exchange ``k`` (its header written and stamped) to
-        ``dest``: only the news to a node neighbour, whose inbox holds it already."""
-        body = self.nothing if dest in self.mail.shared_peers else raw
-        self.grid_sends[(k, dest)] = (self.comm.Isend(body, dest=dest, tag=GRID_TAG + k), raw)
+        parity = self.parity(step)
+        requests = self.recv_rounds.get((k, parity))
+        if requests is None:
+            mail, tag = self.mail, GRID_TAG + k
+            requests = self.recv_rounds[(k, parity)] = [
+                self.comm.Recv_init(
+                    self.nothing if r in mail.shared_peers else mail.received(k, parity, r),
+                    r,
+                    tag,
+                )
+                for r in self.sources
+            ]
+        if requests:
+            MPI.Prequest.Startall(requests)
+        self.grid_recvs = list(requests)
+
+    def send_grid(self, k: int, parity: int, dest: int, raw: np.ndarray) -> None:
+        """Send grid message ``raw`` of exchange ``k`` on inbox ``parity`` (its header written
+        and stamped) to ``dest``: only the news to a node neighbour, whose inbox holds it
+        already. The last round's send to ``dest`` on this parity is done
+        (:meth:`outbox_free`)."""
+        request = self.send_rounds.get((k, parity, dest))
+        if request is None:
+            body = self.nothing if dest in self.mail.shared_peers else raw
+            request = self.send_rounds[(k, parity, dest)] = self.comm.Send_init(
+                body, dest, GRID_TAG + k
+            )
+        request.Start()
+        self.grid_sends[(k, dest)] = (request, raw)
         tally = self.tally
         tally.bytes_sent += raw.nbytes
         tally.messages += 1
@@ -214,3 +235,13 @@ class Messenger:
             MPI.Request.Waitall(requests)
         self.sends.clear()
         self.grid_sends.clear()
+
+    def close(self) -> None:
+        """Free the grid exchanges' persistent requests (every one of them done: the sends
+        by :meth:`finish_sends`, the receives by their rounds)."""
+        for request in [*self.send_rounds.values()] + [
+            r for requests in self.recv_rounds.values() for r in requests
+        ]:
+            request.Free()
+        self.send_rounds.clear()
+        self.recv_rounds.clear()
