@@ -28,9 +28,9 @@ with the rank's other partitions, both ways with every neighbour that has not ru
 cells still hold what this phase must see), and out of the arrived messages into its ghost
 cells — and, right after its kernel, packs its part of the next phase's messages
 (:mod:`grapeshot.model.task_halos`). The copies then happen in the task, on the data its kernel
-is about to read or has just written, and count as its work.
-The messages the tasks packed leave as soon as the phase's last task
-ran, before the rank's own bookkeeping between the phases (:meth:`RankRunner._packed`).
+is about to read or has just written, and count as its work. The messages the tasks packed
+leave as soon as the phase's last task ran, before the rank's own bookkeeping between the
+phases (:meth:`RankRunner._packed`).
 
 Grid messages land where the plan puts them (:mod:`grapeshot.runtime.mailboxes`): each
 phase's receives are posted before its sends, into one of two inboxes used on alternate
