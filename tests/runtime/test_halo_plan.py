@@ -176,6 +176,28 @@ def test_a_rebalanced_arena_keeps_who_stays_in_place_and_copies_only_arrivals() 
     _arena_holds(fourth, odd)
 
 
+def test_a_rank_that_gave_partitions_away_takes_others_back_into_their_room() -> None:
+    # The front's heavy rank: most of its partitions leave in one rebalance, others come back
+    # a few at a time in later ones. The segments freed earlier are reused, not forgotten
+    # (which rebuilt the arena, fresh memory and all, at nearly every later call).
+    names = ("n", "u", "v")
+    blocks = {p: _fields(p) for p in range(8)}
+    first = Arena(names, np.arange(8), blocks)
+    few = {p: blocks[p] for p in (0, 1)}
+    second = Arena(names, np.array([0, 1]), few, first)
+    arena, held = second, few
+    for arrivals in ((20, 21), (22,), (23, 24, 25)):
+        held = {**held, **{p: _fields(p) for p in arrivals}}
+        arena = Arena(names, np.array(sorted(held)), held, arena)
+        assert arena.shared is first.shared  # no new memory
+        _arena_holds(arena, held)
+    bases = [arena.base["u"][p] for p in sorted(held)]
+    assert len(set(bases)) == len(bases) and max(bases) < first.end["u"]
+    # Beyond what the rank ever held, the arena grows anew.
+    grown = {**held, **{p: _fields(p) for p in range(30, 33)}}
+    assert Arena(names, np.array(sorted(grown)), grown, arena).shared is not first.shared
+
+
 def test_a_rebalanced_arena_copies_nothing_out_of_its_own_memory() -> None:
     """A kernel that rebound one field to another's array (u, v = v, u): copying segment by
     segment could overwrite an array before it is read, so the arena is built anew."""

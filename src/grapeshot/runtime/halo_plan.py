@@ -212,9 +212,10 @@ class Arena:
     partition's segment at its ``base``.
 
     Given the ``previous`` arena of this rank (a rebalance), the partitions that stay keep
-    their segments, untouched, and each arriving partition takes the segment of one that left
-    (of its size) or room at the end of its field's region: only the arrivals are copied. Where
-    they do not fit, the arena is built anew, with :data:`SLACK` room for the next arrivals.
+    their segments, untouched, and each arriving partition takes a free segment of its size
+    (one that a partition left, in this rebalance or an earlier one) or room at the end of its
+    field's region: only the arrivals are copied. Where they do not fit, the arena is built
+    anew, with :data:`SLACK` room for the next arrivals.
     """
 
     #: Room a rebuilt arena keeps beyond what its partitions fill, as a fraction of it.
@@ -240,12 +241,14 @@ class Arena:
         placed = None if previous is None else self._places(previous, blocks, columns)
         if placed is None:
             self._build(columns, slack=0.0 if previous is None else self.SLACK)
+            #: ``{name: {size: [base, ...]}}``: segments below ``end`` no partition holds.
+            self.free: dict[str, dict[int, list[int]]] = {name: {} for name in names}
             kept: dict[str, set[int]] = {name: set() for name in names}
             #: ``{name: {partition: shape}}`` of the segments checked against their boxes
             #: (:meth:`shape_kinds`); a partition that stays keeps its entry.
             self._checked: dict[str, dict[int, tuple[int, ...]]] = {name: {} for name in names}
         else:
-            self.base, kept, self.end = placed
+            self.base, kept, self.end, self.free = placed
             self.shared, self.offset = previous.shared, previous.offset
             self.flat, self.capacity = previous.flat, previous.capacity
             self._checked = previous._checked
@@ -297,12 +300,20 @@ class Arena:
 
     def _places(
         self, previous: Arena, blocks: dict[int, Block], columns: dict[str, list[np.ndarray]]
-    ) -> tuple[dict[str, dict[int, int]], dict[str, set[int]], dict[str, int]] | None:
+    ) -> (
+        tuple[
+            dict[str, dict[int, int]],
+            dict[str, set[int]],
+            dict[str, int],
+            dict[str, dict[int, list[int]]],
+        ]
+        | None
+    ):
         """Where each partition's segment goes in ``previous``'s arrays, ``{name: {partition:
-        base}}``, which partitions keep theirs, and where each field's segments now end;
-        ``None`` if the arrivals do not fit, the fields changed, or an array to copy in lies
-        in ``previous``'s memory (a kernel that rebound one field to another's array: copying
-        segment by segment could overwrite it before it is read)."""
+        base}}``, which partitions keep theirs, where each field's segments now end, and the
+        segments left free; ``None`` if the arrivals do not fit, the fields changed, or an
+        array to copy in lies in ``previous``'s memory (a kernel that rebound one field to
+        another's array: copying segment by segment could overwrite it before it is read)."""
         if previous.names != self.names or any(
             arrays and arrays[0].dtype != previous.flat[name].dtype
             for name, arrays in columns.items()
@@ -311,11 +322,14 @@ class Arena:
         places: dict[str, dict[int, int]] = {}
         kept: dict[str, set[int]] = {}
         ends: dict[str, int] = {}
+        frees: dict[str, dict[int, list[int]]] = {}
         for name, arrays in columns.items():
             old, views = previous.base[name], previous.views[name]
             stay = {p for p, a in zip(self.parts, arrays, strict=True) if a is views.get(p)}
-            # The segments of the partitions that left (or whose array was replaced), by size.
-            free: dict[int, list[int]] = {}
+            # The segments free already, and those of the partitions that left (or whose
+            # array was replaced), by size: a rank that gave many partitions away takes
+            # others back into their room.
+            free = {size: list(bases) for size, bases in previous.free[name].items()}
             for p, base in old.items():
                 if p not in stay:
                     free.setdefault(views[p].size, []).append(base)
@@ -333,8 +347,8 @@ class Arena:
                     at[p], end = end, end + a.size
                 else:
                     return None
-            places[name], kept[name], ends[name] = at, stay, end
-        return places, kept, ends
+            places[name], kept[name], ends[name], frees[name] = at, stay, end, free
+        return places, kept, ends, frees
 
     def positions(self, parts: np.ndarray) -> np.ndarray:
         """Where each of ``parts`` (partition ids) is among the arena's partitions."""
