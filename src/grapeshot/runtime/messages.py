@@ -117,8 +117,8 @@ class Messenger:
     def send_grid(self, k: int, parity: int, dest: int, raw: np.ndarray) -> None:
         """Send grid message ``raw`` of exchange ``k`` on inbox ``parity`` (its header written
         and stamped) to ``dest``: only the news to a node neighbour, whose inbox holds it
-        already. The last round's send to ``dest`` on this parity is done
-        (:meth:`outbox_free`)."""
+        already. This parity's request was done before (:meth:`outbox_free` waits for each
+        round's sends before the next round packs)."""
         request = self.send_rounds.get((k, parity, dest))
         if request is None:
             body = self.nothing if dest in self.mail.shared_peers else raw

@@ -199,7 +199,6 @@ class PhaseTasks:
             stamps = np.zeros(positions.size + 1, dtype=np.int64)
             halos = by_parity[parity(step)]
             back = 0.0
-            done = False
             try:
                 if params[0] is not ctx:
                     params[:] = (ctx, params_of(ctx))
@@ -216,7 +215,6 @@ class PhaseTasks:
                     if checked:
                         for p in local[flagged].tolist():
                             check(blocks[p], boxes[p], ctx, name)
-                done = True
             except BaseException as exc:  # the main thread reports it and aborts the run
                 # The task that raised is the last one that began.
                 begun = np.flatnonzero(stamps[: positions.size])
@@ -224,7 +222,7 @@ class PhaseTasks:
                     positions[begun[-1]] if begun.size else (positions[0] if positions.size else -1)
                 )
                 watch.fail(int(local[at]) if at >= 0 else -1, step, name, exc)
-            if done and then is not None and watch.failure is None:
+            if then is not None and watch.failure is None:  # (a failure above is kept there)
                 then()
             watch.progress_at = time.perf_counter()
             if positions.size:
