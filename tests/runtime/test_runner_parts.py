@@ -15,6 +15,7 @@ from grapeshot.model.program import Context, neighbour_offsets
 from grapeshot.model.task_halos import DATA, INBOX, STATE, make_halos, no_halos, state
 from grapeshot.runtime.copies import copy_within
 from grapeshot.runtime.dispatch import SPLIT_COPIES, Dispatch, chunks
+from grapeshot.runtime.executor import RankRunner
 from grapeshot.runtime.fusion import Fusion
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.migration import neighbour_slots
@@ -279,6 +280,38 @@ def test_then_runs_once_when_the_last_task_ran_and_never_after_a_failure(
         )
     assert sorted(seen) == list(range(everyone))
     assert called == ([] if fails else [everyone])
+
+
+class _SentAhead:
+    """What ``RankRunner._packed`` asks of the halos: the rounds it sends early."""
+
+    def __init__(self) -> None:
+        self.prepacked: set[int] = set()
+        self.sent: list[tuple[int, int]] = []
+
+    def send_ahead(self, step: int, k: int) -> None:
+        self.sent.append((step, k))
+
+
+def test_packed_messages_leave_early_only_where_their_phase_runs_on_this_plan() -> None:
+    # Within a step they always do; across its end only where the segment goes on (no
+    # checkpoint, stop, rebalance cut or end there), and then as the next step's round.
+    asked: list[int] = []
+
+    def runner(goes_on: bool):
+        halos = _SentAhead()
+        fake = type("Runner", (), {})()
+        fake.halos = halos
+        fake.goes_on = lambda step: asked.append(step) or goes_on
+        return fake, halos
+
+    fake, halos = runner(goes_on=False)
+    RankRunner._packed(fake, 7, 0, 1)  # phase 0 packed phase 1's messages: this step's
+    RankRunner._packed(fake, 7, 2, 0)  # the last phase packed the next step's first
+    assert halos.sent == [(7, 1)] and halos.prepacked == {0, 1} and asked == [8]
+    fake, halos = runner(goes_on=True)
+    RankRunner._packed(fake, 7, 2, 0)
+    assert halos.sent == [(8, 0)] and halos.prepacked == {0}
 
 
 def test_chunks_deal_round_robin_in_order() -> None:
