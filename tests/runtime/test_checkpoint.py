@@ -40,9 +40,7 @@ def _decisions(peek: bool) -> list[Decision | None]:
     from mpi4py import MPI
 
     at = {"step": 0}
-    boundary = Boundary(
-        MPI.COMM_SELF, end=12, pending=lambda: 15 if at["step"] >= 5 else 0
-    )  # fmt: skip
+    boundary = Boundary(MPI.COMM_SELF, end=12, pending=lambda: 15 if at["step"] >= 5 else 0)
     made: list[Decision | None] = []
     for step in range(1, 13):
         at["step"] = step
