@@ -33,14 +33,31 @@ def test_decide_checkpoints_every_n_steps_and_stops_on_a_signal() -> None:
     assert decide(100, 100, 7, due=True, signal=2) is None
 
 
-def _decisions(peek: bool) -> list[Decision | None]:
+class _Mpi3:
+    """A communicator of an MPI older than 4.0: no persistent collectives."""
+
+    def __init__(self, comm) -> None:
+        self.comm = comm
+
+    def Dup(self):
+        return _Mpi3(self.comm.Dup())
+
+    def Allreduce_init(self, *args, **kwargs):
+        raise NotImplementedError("MPI_Allreduce_init")
+
+    def __getattr__(self, name):
+        return getattr(self.comm, name)
+
+
+def _decisions(peek: bool, mpi3: bool = False) -> list[Decision | None]:
     """A boundary's decisions along a run of 12 steps whose rank gets a signal at step 5;
     ``peek``: each one asked before, as the runner does to send the next step's messages
-    early (Boundary.coming)."""
+    early (Boundary.coming); ``mpi3``: on an MPI without persistent collectives."""
     from mpi4py import MPI
 
     at = {"step": 0}
-    boundary = Boundary(MPI.COMM_SELF, end=12, pending=lambda: 15 if at["step"] >= 5 else 0)
+    comm = _Mpi3(MPI.COMM_SELF) if mpi3 else MPI.COMM_SELF
+    boundary = Boundary(comm, end=12, pending=lambda: 15 if at["step"] >= 5 else 0)
     made: list[Decision | None] = []
     for step in range(1, 13):
         at["step"] = step
@@ -55,10 +72,12 @@ def _decisions(peek: bool) -> list[Decision | None]:
     return made
 
 
-def test_the_coming_decision_is_the_one_the_boundary_makes() -> None:
-    made = _decisions(peek=True)
-    # The signal seen at step 5 stops the run a boundary later, whether peeked at or not.
-    assert made == _decisions(peek=False)
+@pytest.mark.parametrize("mpi3", [False, True])
+def test_the_coming_decision_is_the_one_the_boundary_makes(mpi3) -> None:
+    made = _decisions(peek=True, mpi3=mpi3)
+    # The signal seen at step 5 stops the run a boundary later, whether peeked at or not,
+    # with a persistent allreduce or an MPI-3 one each boundary.
+    assert made == _decisions(peek=False, mpi3=mpi3)
     assert made[-1] == Decision(False, 15) and len(made) == 6
     assert all(d is None for d in made[:-1])
 

@@ -142,7 +142,8 @@ class Boundary:
         self.send = np.zeros(2, dtype=np.int64)
         self.recv = np.zeros(2, dtype=np.int64)
         self.request: MPI.Request | None = None
-        self.agreement: MPI.Prequest | None = None
+        #: The persistent allreduce (``False``: the MPI has none, an MPI-3 one each time).
+        self.agreement: MPI.Prequest | bool | None = None
         self.op = MPI.MAX
         #: ``(signal, due)`` agreed at the boundary before, once its agreement is in.
         self.agreed = (0, False)
@@ -179,9 +180,15 @@ class Boundary:
         overdue = self.seconds is not None and now - self.last >= self.seconds
         self.send[1] = int(self.root and self.writer is not None and overdue)
         if self.agreement is None:  # one persistent allreduce, started at every boundary
-            self.agreement = self.comm.Allreduce_init(self.send, self.recv, op=self.op)
-        self.agreement.Start()
-        self.request = self.agreement
+            try:
+                self.agreement = self.comm.Allreduce_init(self.send, self.recv, op=self.op)
+            except NotImplementedError:  # an MPI older than 4.0 (every rank alike)
+                self.agreement = False
+        if self.agreement:
+            self.agreement.Start()
+            self.request = self.agreement
+        else:
+            self.request = self.comm.Iallreduce(self.send, self.recv, op=self.op)
         return decision
 
     def save(
@@ -209,9 +216,9 @@ class Boundary:
         if self.request is not None:
             self.request.Wait()
             self.request = None
-        if self.agreement is not None:
+        if self.agreement:
             self.agreement.Free()
-            self.agreement = None
+        self.agreement = None
         self.comm.Free()
 
 
