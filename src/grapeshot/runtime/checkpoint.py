@@ -142,8 +142,10 @@ class Boundary:
         self.send = np.zeros(2, dtype=np.int64)
         self.recv = np.zeros(2, dtype=np.int64)
         self.request: MPI.Request | None = None
-        #: The persistent allreduce (``False``: the MPI has none, an MPI-3 one each time).
-        self.agreement: MPI.Prequest | bool | None = None
+        #: The persistent allreduce, made at the first boundary; ``persistent``: whether the
+        #: MPI has them (else an MPI-3 allreduce each boundary).
+        self.agreement: MPI.Prequest | None = None
+        self.persistent = True
         self.op = MPI.MAX
         #: ``(signal, due)`` agreed at the boundary before, once its agreement is in.
         self.agreed = (0, False)
@@ -179,12 +181,12 @@ class Boundary:
         self.send[0] = self.pending()
         overdue = self.seconds is not None and now - self.last >= self.seconds
         self.send[1] = int(self.root and self.writer is not None and overdue)
-        if self.agreement is None:  # one persistent allreduce, started at every boundary
+        if self.agreement is None and self.persistent:  # one, started at every boundary
             try:
                 self.agreement = self.comm.Allreduce_init(self.send, self.recv, op=self.op)
             except NotImplementedError:  # an MPI older than 4.0 (every rank alike)
-                self.agreement = False
-        if self.agreement:
+                self.persistent = False
+        if self.agreement is not None:
             self.agreement.Start()
             self.request = self.agreement
         else:
@@ -216,9 +218,9 @@ class Boundary:
         if self.request is not None:
             self.request.Wait()
             self.request = None
-        if self.agreement:
+        if self.agreement is not None:
             self.agreement.Free()
-        self.agreement = None
+            self.agreement = None
         self.comm.Free()
 
 
