@@ -182,3 +182,31 @@ def test_a_lazy_run_on_measured_seconds_is_replayed_with_its_recorded_moves(tmp_
     made = [(int(s), tuple(calls["node_of"][i])) for i, s in enumerate(calls["step"])
             if calls["parts_moved"][i] > 0]  # fmt: skip
     assert [(s, tuple(p)) for s, p in r.result.placements[1:]] == made
+
+
+@pytest.mark.mpi
+def test_a_checkpoint_at_a_call_is_the_checkpoints_cost_not_the_calls(tmp_path) -> None:
+    """Checkpoints at calls' steps (4, 8) share their pause with the call; the one at the
+    run's end (12) comes after the last segment, in no pause. Each pause's write is taken out
+    of that call's row and of the ranks' rebalancing seconds, and nothing else is."""
+    record = tmp_path / "run.h5"
+    proc = run_mpi(
+        2,
+        ["-m", "grapeshot.cli.main", "run", "--app", FRONT, "--cells", "256,128",
+         "--parts", "16,16", "--steps", "12", "--strategy", "greedy-refine", "--interval", "2",
+         "--checkpoint", str(tmp_path / "ck.h5"), "--checkpoint-every", "4",
+         "--record", str(record), "--json"],
+        timeout=300,
+    )  # fmt: skip
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [c["step"] for c in summary["checkpoints"]] == [4, 8, 12]
+    with h5py.File(record) as f:
+        calls = {k: v[()] for k, v in f["run/rebalances"].items()}
+        rebalance_seconds = f["run/ranks/rebalance_seconds"][()]
+    assert calls["step"].tolist() == [2, 4, 6, 8, 10]
+    own, seconds = calls["own_seconds"], calls["seconds"]
+    assert (own >= 0).all() and (own <= seconds + 1e-9).all()
+    # The rows add up to the ranks' rebalancing: the pauses less the writes in them (with
+    # every write, or none, taken out of either, they would differ by one at least).
+    assert np.allclose(seconds.sum(axis=0), rebalance_seconds, rtol=0, atol=1e-9)
+    assert np.allclose(summary["rebalance_seconds"], rebalance_seconds, rtol=0, atol=1e-9)

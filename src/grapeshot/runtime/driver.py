@@ -189,21 +189,21 @@ def run_program(
         outcome.summary["first_step"] = run.first
         outcome.summary["restart"] = str(run.restart.path)
     boundary = done.boundary
+    starts = [run.first + s for s in done.seg_starts]
+    # The checkpoints written between two segments (not the one after the last step), by
+    # step: each took its time (every rank at once) in the pause there; the rest of the
+    # pauses is rebalancing.
+    between = {}
     if boundary is not None and run.checkpoint is not None:
         outcome.summary["checkpoints"] = [{"step": s, "seconds": t} for s, t in boundary.written]
-        # Between segments, the checkpoints took their time (every rank at once): the rest
-        # is rebalancing.
-        spent = sum(t for _, t in boundary.written)
+        between = {s: t for s, t in boundary.written if s in starts[1:]}
+        spent = sum(between.values())
         outcome.summary["rebalance_seconds"] = [
             max(0.0, r - spent) for r in outcome.summary["rebalance_seconds"]
         ]
     if mover is not None:
         outcome.rebalances = _rebalances(
-            mover.calls,
-            call_seconds,
-            gathered,
-            program.n_parts,
-            [run.first + s for s in done.seg_starts],
+            mover.calls, call_seconds, gathered, program.n_parts, starts, between
         )
         if run.dynamic is not None:
             outcome.summary["dynamic"] = _dynamic_parameters(run.dynamic)
@@ -391,7 +391,7 @@ class _InRun:
 
 
 def _rebalances(
-    calls, call_seconds, gathered, n_parts: int, seg_starts: list[int]
+    calls, call_seconds, gathered, n_parts: int, seg_starts: list[int], written: dict[int, float]
 ) -> dict[str, np.ndarray]:
     """One row per rebalance call of a run: ``step`` (steps done before it),
     ``parts_moved``, ``bytes`` (partition state sent, all ranks), ``node_of`` (``(calls,
@@ -400,7 +400,9 @@ def _rebalances(
     whole time between its segments (the call, then re-planning in place when partitions
     moved), and ``own_seconds``, the part of it after the last rank ended its segment: the
     rebalance's own cost, without the wait for a slower rank that would have come at the
-    next exchange anyway."""
+    next exchange anyway. A checkpoint written at a call's step (``written``: its seconds by
+    step) is in the same pause and is taken out of both: it is the checkpoint's cost
+    (the summary's ``checkpoints``), not the call's."""
     started = np.array([[seg["started"] for seg in g] for g in gathered])  # (ranks, segments)
     walls = np.array([[seg["wall"] for seg in g] for g in gathered])
     between = (started[:, 1:] - started[:, :-1] - walls[:, :-1]).T
@@ -413,6 +415,8 @@ def _rebalances(
     keep = [i for i, s in enumerate(seg_starts[1:]) if s in called]
     between, own = between[keep], own[keep]
     n = len(calls)
+    saved = np.array([written.get(c[0], 0.0) for c in calls]).reshape(n, 1)
+    between, own = between - saved, own - saved
     return {
         "step": np.array([c[0] for c in calls], dtype=np.int64),
         "parts_moved": np.array([c[1] for c in calls], dtype=np.int64),

@@ -29,7 +29,8 @@ trace, plus a ``run`` group:
   ranks)``) ``call_seconds`` (gathering the loads, deciding, moving the blocks) and
   ``seconds`` (the whole time between the rank's segments: the call and the re-plan in
   place), ``own_seconds`` (the part of ``seconds`` after the last rank ended its segment:
-  the rebalance's own cost, not the wait for a slower rank); the group's ``dynamic``
+  the rebalance's own cost, not the wait for a slower rank; a checkpoint written at the
+  call's step is taken out of both); the group's ``dynamic``
   attribute is the strategy as JSON, its name and parameters
   (``make_dynamic_strategy(name, **rest)`` makes it again). ``run/ranks/rebalance_seconds``
   sums ``seconds`` per rank: the wall time holds it.
