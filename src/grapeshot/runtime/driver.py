@@ -189,7 +189,7 @@ def run_program(
         outcome.summary["first_step"] = run.first
         outcome.summary["restart"] = str(run.restart.path)
     boundary = done.boundary
-    starts = [run.first + s for s in done.seg_starts]
+    starts = [run.first + s for s in done.seg_starts or [0]]
     # The checkpoints written between two segments (not the one after the last step), by
     # step: each took its time (every rank at once) in the pause there; the rest of the
     # pauses is rebalancing.
