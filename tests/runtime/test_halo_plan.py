@@ -269,7 +269,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
     outboxes = {}
     for r in range(ranks):
         starts, total = message_layout(
-            plans[r], plans[r].send, arenas[r], list(links[r].send), header
+            plans[r], plans[r].send_sizes, arenas[r], list(links[r].send), header
         )
         outbox = np.zeros(total // 8)
         packs = pack_pieces(links[r], arenas[r], plans[r]).placed(starts, header)
@@ -290,7 +290,9 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
     # This phase: the messages arrive, then each task copies its halos and runs its kernel.
     original = copy.deepcopy(blocks)
     for r in range(ranks):
-        starts, total = message_layout(plans[r], plans[r].recv, arenas[r], links[r].sources, header)
+        starts, total = message_layout(
+            plans[r], plans[r].recv_sizes, arenas[r], links[r].sources, header
+        )
         inbox = np.zeros(total // 8)
         for source, at in starts.items():
             message = outboxes[(source, r)]

@@ -426,15 +426,42 @@ def _slab_of_shape(shape, interior, g, offset, width, ghost) -> np.ndarray:
     return idx
 
 
-def _slab_table(
+class _Slabs(NamedTuple):
+    """Halo slabs as the few distinct ones a grid's partitions have, each shifted to its
+    partition: slab ``e`` is ``_slab_of_shape(*keys[which[e]]) + base[e]`` (indices into
+    ``arena.flat[name]``), of ``sizes[e]`` cells."""
+
+    keys: list[tuple]
+    which: np.ndarray
+    base: np.ndarray
+    sizes: np.ndarray
+
+    def cells(self) -> np.ndarray:
+        """The cells of every slab, one after the other."""
+        if self.which.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        pieces = [_slab_of_shape(*key) for key in self.keys]
+        lengths = np.array([a.size for a in pieces], dtype=np.int64)
+        table = np.concatenate(pieces)
+        return _shifted_chunks(table, _starts(lengths)[self.which], self.sizes, self.base)
+
+    def runs(self, select: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The runs of slabs ``select`` (int64 ``(k,)``; :func:`strided_runs`' rows
+        ``(first, step, count)``), each moved by its ``shift`` (``(k,)``, beyond its base),
+        one slab after the other, and how many each has: a slab's runs are its distinct
+        slab's, cut once per shape (cutting every slab's cells cost more than making them)."""
+        pieces = [_runs_of_shape(*key) for key in self.keys]
+        return _shifted_rows(pieces, self.which[select], self.base[select] + shift)
+
+
+def _slabs(
     arena: Arena,
     boxes: list[Box],
     width: int,
     slabs: tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray],
     ghost: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The cells of each slab, one after the other, and each slab's size: indices into
-    ``arena.flat[name]``.
+) -> _Slabs:
+    """The slabs ``slabs`` of the rank's ``arena``.
 
     ``slabs`` is ``(names, name, part, way)``: per slab (int64 arrays, one entry each), the
     index of its field in ``names``, its partition and the slot of its side in
@@ -442,15 +469,16 @@ def _slab_table(
     ghost cells beyond it).
 
     A grid's partitions have a few shapes, so the slabs are a few arrays: each is computed
-    once and every slab is that array plus its partition's base, laid out with numpy
-    gathers for all of them at once (a Python loop over the slabs cost a second for 4,096
-    partitions).
+    once and every slab is that array plus its partition's base, found with numpy gathers for
+    all of them at once (a Python loop over the slabs cost a second for 4,096 partitions).
     """
     names, name_id, parts, offsets = slabs
     n = parts.size
     if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        empty = np.zeros(0, dtype=np.int64)
+        return _Slabs([], empty, empty, empty)
     ndim = boxes[0].ndim
+    g = boxes[0].ghost
     every = neighbour_offsets(ndim)
     at = arena.positions(parts)
     kind = np.zeros(n, dtype=np.int64)
@@ -469,28 +497,76 @@ def _slab_table(
     seen[key] = 1
     unique = np.flatnonzero(seen)
     which = (np.cumsum(seen) - 1)[key]
-    pieces = []
+    keys = []
     for k in unique.tolist():
         name_k, rest = divmod(k, n_kinds * len(every))
         kind_k, off_k = divmod(rest, len(every))
         shape = shapes[name_k][kind_k]
-        pieces.append(
-            _slab_of_shape(
-                shape, _interior(shape, ndim, boxes[0].ghost), boxes[0].ghost,
-                every[off_k], width, ghost,
-            )
-        )  # fmt: skip
-    lengths = np.array([a.size for a in pieces], dtype=np.int64)
-    sizes = lengths[which]
+        keys.append((shape, _interior(shape, ndim, g), g, every[off_k], width, ghost))
+    lengths = np.array([_slab_of_shape(*key).size for key in keys], dtype=np.int64)
+    return _Slabs(keys, which, base, lengths[which])
+
+
+@lru_cache(maxsize=4096)
+def _runs_of_shape(shape, interior, g, offset, width, ghost) -> np.ndarray:
+    """:func:`strided_runs`' rows ``(first, step, count)`` of :func:`_slab_of_shape`."""
+    cells = _slab_of_shape(shape, interior, g, offset, width, ghost)
+    rows, _ = strided_runs(cells, np.array([0, cells.size], dtype=np.int64))
+    rows = np.ascontiguousarray(rows[:, [0, 1, 4]])
+    rows.flags.writeable = False
+    return rows
+
+
+@lru_cache(maxsize=4096)
+def _pair_runs(src: tuple, dst: tuple) -> np.ndarray:
+    """:func:`strided_runs`' rows ``(first, step, other first, other step, count)`` copying
+    the slab of :func:`_slab_of_shape` arguments ``src`` into that of ``dst`` (as long)."""
+    a, b = _slab_of_shape(*src), _slab_of_shape(*dst)
+    rows, _ = strided_runs(a, np.array([0, a.size], dtype=np.int64), b)
+    rows.flags.writeable = False
+    return rows
+
+
+def _shifted_rows(
+    pieces: list[np.ndarray], which: np.ndarray, *shifts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``pieces[which[e]]`` (run rows), its first columns moved by ``shifts`` (one int64
+    ``(n,)`` per cell column: the rows' columns 0, 2, ...), for every ``e`` one after the
+    other; and how many rows each ``e`` has."""
+    width = pieces[0].shape[1] if pieces else 3
+    if which.size == 0:
+        return np.zeros((0, width), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    counts = np.array([len(a) for a in pieces], dtype=np.int64)
     table = np.concatenate(pieces)
-    return _shifted_chunks(table, _starts(lengths)[which], sizes, base), sizes
+    return (
+        _shift_rows(table, _starts(counts)[which], counts[which], np.stack(shifts, axis=1)),
+        counts[which],
+    )
+
+
+@njit(cache=True)
+def _shift_rows(
+    table: np.ndarray, first: np.ndarray, counts: np.ndarray, shifts: np.ndarray
+) -> np.ndarray:
+    """``table[first[e]:first[e] + counts[e]]`` with column ``2 * j`` plus ``shifts[e, j]``
+    for every ``e``, one after the other."""
+    out = np.empty((counts.sum(), table.shape[1]), dtype=np.int64)
+    k = 0
+    for e in range(counts.size):
+        for r in range(first[e], first[e] + counts[e]):
+            for c in range(table.shape[1]):
+                out[k, c] = table[r, c]
+            for j in range(shifts.shape[1]):
+                out[k, 2 * j] += shifts[e, j]
+            k += 1
+    return out
 
 
 def _sides(
     names: tuple[str, ...], links: LinkArrays, ndim: int, ghost: bool
 ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
     """The slabs of ``links`` (of a ``ndim``-D grid) for each of ``names``
-    (:func:`_slab_table`'s ``slabs``): the sender's interior, or with ``ghost`` the
+    (:func:`_slabs`' ``slabs``): the sender's interior, or with ``ghost`` the
     receiver's ghosts; every link of one field after the other."""
     if ghost:
         parts, ways = links.dst, _back_slots(3**ndim - 1)[links.way]
@@ -526,11 +602,41 @@ def _starts(sizes: np.ndarray) -> np.ndarray:
     return (np.cumsum(sizes) - sizes).astype(np.int64)
 
 
-def _reorder_chunks(cells: np.ndarray, sizes: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """The chunks of ``cells`` (consecutive, of ``sizes``) in ``order``."""
-    return _shifted_chunks(
-        cells, _starts(sizes)[order], sizes[order], np.zeros(order.size, np.int64)
-    )
+class _Side:
+    """One side of a grid exchange's slabs on a rank: the senders' interiors of its local
+    links and of each message it sends, or the receivers' ghosts of its local links and of
+    each message it receives (``groups``: the links of each, in order), every group's slabs
+    field after field. Their cells are made on first use: a rank whose tasks copy their own
+    halos (:mod:`grapeshot.runtime.fusion`) needs their runs alone, which come from the few
+    distinct slabs (making every slab's cells to cut them into runs again was 0.2-0.4 ms of
+    a re-plan at 16×16 on 2 ranks)."""
+
+    def __init__(self, names: tuple[str, ...], slabs: _Slabs, groups: list[int]) -> None:
+        self.names, self.slabs, self.groups = names, slabs, groups
+        self._tables: list[dict[str, np.ndarray]] | None = None
+
+    def sizes(self) -> list[np.ndarray]:
+        """Per group, int64 ``(len(names) * links,)``: the cells of each slab, field after
+        field."""
+        bounds = np.cumsum([len(self.names) * m for m in self.groups], dtype=np.int64)
+        return np.split(self.slabs.sizes, bounds[:-1])
+
+    def tables(self) -> list[dict[str, np.ndarray]]:
+        """Per group, ``{name: cells}``: its slabs' cells of each field, one after the other."""
+        if self._tables is None:
+            names, cells = self.names, self.slabs.cells()
+            tables, cell_at = [], 0
+            for m, mine in zip(self.groups, self.sizes(), strict=True):
+                ends = (cell_at + np.cumsum(mine.reshape(len(names), m).sum(axis=1))).tolist()
+                tables.append(
+                    {
+                        name: cells[lo:hi]
+                        for name, lo, hi in zip(names, [cell_at, *ends[:-1]], ends, strict=True)
+                    }
+                )
+                cell_at = ends[-1] if ends else cell_at
+            self._tables = tables
+        return self._tables
 
 
 @dataclass
@@ -539,44 +645,62 @@ class GridPlan:
 
     ``local_src``/``local_dst`` copy every local halo inside the arena; ``send[r]`` gathers the
     message to rank ``r`` and ``recv[r]`` scatters the one from rank ``r``, fields one after
-    the other in ``names`` order. ``sent`` is every link this rank sends (local ones, then
-    each rank's) with ``sent_bytes``, int64: its bytes in one round; ``local_sizes``, int64
-    ``(len(names), local links)``: the cells of each local link's slab of each field;
-    ``send_sizes[r]``, ``recv_sizes[r]``, int64 ``(len(names) * links to or from r,)``: the
-    cells of each slab of the message, field after field.
+    the other in ``names`` order (made on first use). ``sent`` is every link this rank sends
+    (local ones, then each rank's) with ``sent_bytes``, int64: its bytes in one round;
+    ``local_sizes``, int64 ``(len(names), local links)``: the cells of each local link's slab
+    of each field; ``send_sizes[r]``, ``recv_sizes[r]``, int64 ``(len(names) * links to or
+    from r,)``: the cells of each slab of the message, field after field (their keys are the
+    ranks this rank sends to and receives from).
     """
 
     names: tuple[str, ...]
     width: int
     local_sizes: np.ndarray
-    local_src: dict[str, np.ndarray]
-    local_dst: dict[str, np.ndarray]
-    send: dict[int, dict[str, np.ndarray]]
-    recv: dict[int, dict[str, np.ndarray]]
     sent: LinkArrays
     sent_bytes: np.ndarray
     send_sizes: dict[int, np.ndarray]
     recv_sizes: dict[int, np.ndarray]
+    #: The senders' and the receivers' sides, their fields ``sides[0].names`` standing for
+    #: :attr:`names` one for one (a plan :meth:`renamed` shares its original's).
+    sides: tuple[_Side, _Side] = field(repr=False)
+
+    def _renamed(self, table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return dict(zip(self.names, table.values(), strict=True))
+
+    @cached_property
+    def local_src(self) -> dict[str, np.ndarray]:
+        """``{name: cells}`` the local halos are copied from."""
+        return self._renamed(self.sides[0].tables()[0])
+
+    @cached_property
+    def local_dst(self) -> dict[str, np.ndarray]:
+        """``{name: cells}`` the local halos are copied to."""
+        return self._renamed(self.sides[1].tables()[0])
+
+    @cached_property
+    def send(self) -> dict[int, dict[str, np.ndarray]]:
+        """``{rank: {name: cells}}`` gathered into the message to each rank."""
+        tables = self.sides[0].tables()[1:]
+        return {r: self._renamed(t) for r, t in zip(self.send_sizes, tables, strict=True)}
+
+    @cached_property
+    def recv(self) -> dict[int, dict[str, np.ndarray]]:
+        """``{rank: {name: cells}}`` the message from each rank is scattered into."""
+        tables = self.sides[1].tables()[1:]
+        return {r: self._renamed(t) for r, t in zip(self.recv_sizes, tables, strict=True)}
 
     def renamed(self, names: tuple[str, ...]) -> GridPlan:
         """This plan's tables (shared, not copied) for fields ``names`` in place of
         :attr:`names`, one for one: fields that lie in the arena as these do."""
-        new = dict(zip(self.names, names, strict=True))
+        return replace(self, names=names)
 
-        def by(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-            return {new[name]: cells for name, cells in table.items()}
-
-        return GridPlan(
-            names, self.width, self.local_sizes, by(self.local_src), by(self.local_dst),
-            {r: by(t) for r, t in self.send.items()}, {r: by(t) for r, t in self.recv.items()},
-            self.sent, self.sent_bytes, self.send_sizes, self.recv_sizes,
-        )  # fmt: skip
-
-    def message_bytes(self, table: dict[int, dict[str, np.ndarray]], arena: Arena, r: int) -> int:
-        """Payload bytes of the message to or from rank ``r`` (each field padded to 8)."""
+    def message_bytes(self, sizes: dict[int, np.ndarray], arena: Arena, r: int) -> int:
+        """Payload bytes of the message to or from rank ``r`` (each field padded to 8);
+        ``sizes`` is :attr:`send_sizes` or :attr:`recv_sizes`."""
+        cells = sizes[r].reshape(len(self.names), -1).sum(axis=1).tolist()
         total = 0
-        for name in self.names:
-            n = table[r][name].size * arena.flat[name].dtype.itemsize
+        for name, n in zip(self.names, cells, strict=True):
+            n *= arena.flat[name].dtype.itemsize
             total += n + (-n) % 8
         return total
 
@@ -610,58 +734,31 @@ def grid_plan(
     # Only local partitions' slabs are ever indexed: the sender gathers its interiors, the
     # receiver scatters into its ghosts. Every group of links of one side in one table (a
     # table's numpy calls cost more than its cells at a few hundred partitions a rank).
-    def gather(
-        groups: list[LinkArrays], ghost: bool
-    ) -> list[dict[str, tuple[np.ndarray, np.ndarray]]]:
+    def side(groups: list[LinkArrays], ghost: bool) -> _Side:
         sides = [_sides(names, g, ndim, ghost) for g in groups]
         slabs = (names, *(np.concatenate([side[i] for side in sides]) for i in (1, 2, 3)))
-        cells, sizes = _slab_table(arena, boxes, width, slabs, ghost)
-        tables, slab_at, cell_at = [], 0, 0
-        for g in groups:
-            m = g.src.size
-            mine = sizes[slab_at : slab_at + len(names) * m]
-            ends = (cell_at + np.cumsum(mine.reshape(len(names), m).sum(axis=1))).tolist()
-            tables.append(
-                {
-                    name: (cells[lo:hi], mine[j * m : (j + 1) * m])
-                    for j, (name, lo, hi) in enumerate(
-                        zip(names, [cell_at, *ends[:-1]], ends, strict=True)
-                    )
-                }
-            )
-            slab_at, cell_at = slab_at + len(names) * m, ends[-1]
-        return tables
+        return _Side(names, _slabs(arena, boxes, width, slabs, ghost), [g.src.size for g in groups])
 
-    local_src, *sends = gather([links.local_links, *links.send_links.values()], False)
-    local_dst, *recvs = gather([links.local_links, *links.recv_links.values()], True)
-    send = dict(zip(links.send_links, sends, strict=True))
-    recv = dict(zip(links.recv_links, recvs, strict=True))
+    out = side([links.local_links, *links.send_links.values()], False)
+    into = side([links.local_links, *links.recv_links.values()], True)
+    local_sizes, *send_sizes = out.sizes()
+    _, *recv_sizes = into.sizes()
     # Every link this rank sends, local then by rank: its bytes are its slabs' sizes.
     groups = [links.local_links, *links.send_links.values()]
     sent = LinkArrays(*(np.concatenate([g[i] for g in groups]) for i in range(3)))
     sent_bytes = np.zeros(sent.src.size, dtype=np.int64)
-    for name in names:
-        sizes = [local_src[name][1], *(by_name[name][1] for by_name in send.values())]
+    for j, name in enumerate(names):
+        sizes = [g.reshape(len(names), -1)[j] for g in (local_sizes, *send_sizes)]
         sent_bytes += np.concatenate(sizes) * arena.flat[name].itemsize
-
-    def cells(table: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
-        return {name: c for name, (c, _) in table.items()}
-
-    def sizes(table: dict[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        return np.concatenate([table[name][1] for name in names])
-
     return GridPlan(
         names,
         width,
-        np.array([local_src[name][1] for name in names], dtype=np.int64).reshape(len(names), -1),
-        cells(local_src),
-        cells(local_dst),
-        {r: cells(t) for r, t in send.items()},
-        {r: cells(t) for r, t in recv.items()},
+        local_sizes.reshape(len(names), -1),
         sent,
         sent_bytes,
-        {r: sizes(t) for r, t in send.items()},
-        {r: sizes(t) for r, t in recv.items()},
+        dict(zip(links.send_links, send_sizes, strict=True)),
+        dict(zip(links.recv_links, recv_sizes, strict=True)),
+        (out, into),
     )
 
 
@@ -697,14 +794,14 @@ def grid_plans(
 
 def message_layout(
     plan: GridPlan,
-    table: dict[int, dict[str, np.ndarray]],
+    sizes: dict[int, np.ndarray],
     arena: Arena,
     ranks: list[int],
     header_bytes: int,
 ) -> tuple[dict[int, int], int]:
     """Where each message of ``plan`` to or from ``ranks`` lies in one buffer.
 
-    ``table`` is ``plan.send`` or ``plan.recv``. Returns ``({rank: byte offset}, total
+    ``sizes`` is ``plan.send_sizes`` or ``plan.recv_sizes``. Returns ``({rank: byte offset}, total
     bytes)``: the messages one after the other in ``ranks`` order, each ``header_bytes`` and
     then its payload (sizes multiples of 8).
     """
@@ -712,16 +809,8 @@ def message_layout(
     at = 0
     for r in ranks:
         starts[r] = at
-        at += header_bytes + plan.message_bytes(table, arena, r)
+        at += header_bytes + plan.message_bytes(sizes, arena, r)
     return starts, at
-
-
-def _csr(rows: list[list]) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum([len(row) for row in rows])]).astype(np.int64)
-
-
-def _cat(chunks: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(chunks).astype(np.int64) if chunks else np.zeros(0, np.int64)
 
 
 @njit(cache=True)
@@ -825,43 +914,41 @@ def _message_pieces(plan: GridPlan, links: RankLinks, arena: Arena, ghost: bool)
     """Every message of ``plan`` this rank receives (``ghost``) or sends cut into one piece
     per link and field, grouped by the local partition of the piece's slab (the receiver's
     ghosts, or the sender's interior), in message order within each partition: the plan's
-    own slabs (``recv``/``send`` and their sizes), in ``arena.shared``.
+    own slabs (those of ``recv``/``send``), in ``arena.shared``.
     """
-    groups, table, slab_sizes = (
-        (links.recv_links, plan.recv, plan.recv_sizes)
-        if ghost
-        else (links.send_links, plan.send, plan.send_sizes)
-    )
+    groups = links.recv_links if ghost else links.send_links
+    slabs = plan.sides[1 if ghost else 0].slabs
     names, ranks = plan.names, sorted(groups)
-    n = len(links.local_parts)
+    n, f = len(links.local_parts), len(names)
     if not ranks:
         empty = np.zeros(0, dtype=np.int64)
         return MessagePieces(
             np.zeros(n + 1, dtype=np.int64), empty, empty, empty, empty,
             np.zeros((0, 3), np.int64), (),
         )  # fmt: skip
-    # A message holds each field's cells over all its links in turn.
+    # The side's slabs: the local links', then each group's in ``groups``' order, every
+    # group field after field; a message holds each field's slabs over its links in turn.
+    first = dict(
+        zip(groups, _starts(np.array([f * g.src.size for g in groups.values()])), strict=True)
+    )
+    local = f * links.local_links.src.size
+    entry = np.concatenate([np.arange(f * groups[r].src.size) + local + first[r] for r in ranks])
     ends = [groups[r].dst if ghost else groups[r].src for r in ranks]
-    parts = np.concatenate([np.tile(e, len(names)) for e in ends])
-    which = np.repeat(np.arange(len(ranks)), [len(names) * e.size for e in ends])
-    cells = np.concatenate([table[r][name] + arena.offset[name] for r in ranks for name in names])
-    sizes = np.concatenate([slab_sizes[r] for r in ranks])
+    parts = np.concatenate([np.tile(e, f) for e in ends])
+    which = np.repeat(np.arange(len(ranks)), [f * e.size for e in ends])
+    field_at = np.array([arena.offset[name] for name in names], dtype=np.int64)
+    shift = np.concatenate([np.repeat(field_at, e.size) for e in ends])
+    sizes = slabs.sizes[entry]
     position = arena.positions(parts)
     # A piece starts after the pieces before it in its message's payload.
     before = _starts(sizes)
     rel = before - before[np.searchsorted(which, which)]
     order = np.argsort(position, kind="stable")
-    moved = sizes[order]
-    lo = _starts(moved)
     counts = np.bincount(position, minlength=n)
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    rows, run_ptr = strided_runs(
-        _reorder_chunks(cells, sizes, order), np.concatenate([lo, [int(moved.sum())]])
-    )
-    return MessagePieces(
-        ptr, which[order], rel[order], run_ptr[:-1], run_ptr[1:], rows[:, [0, 1, 4]].copy(),
-        tuple(ranks),
-    )  # fmt: skip
+    rows, runs = slabs.runs(entry[order], shift[order])
+    lo = _starts(runs)
+    return MessagePieces(ptr, which[order], rel[order], lo, lo + runs, rows, tuple(ranks))
 
 
 def fused_halos(
@@ -881,25 +968,25 @@ def fused_halos(
     names = plan.names
     if any(name not in arena.offset for name in names):
         return None
-    n = len(links.local_parts)
+    n, f = len(links.local_parts), len(names)
     local = links.local_links
-    # Each local link's cells, field after field (the plan's tables hold every link of one
-    # field after the other): from the sender's interior, into the receiver's ghosts.
-    sizes = plan.local_sizes.ravel()
-    by_link = np.arange(sizes.size, dtype=np.int64).reshape(len(names), -1).T.ravel()
-
-    def in_shared(table: dict[str, np.ndarray]) -> np.ndarray:
-        cells = np.concatenate([table[name] + arena.offset[name] for name in names])
-        return cells if len(names) == 1 else _reorder_chunks(cells, sizes, by_link)
-
-    copies, link_ptr = strided_runs(
-        in_shared(plan.local_src),
-        np.concatenate([[0], np.cumsum(plan.local_sizes.sum(axis=0))]).astype(np.int64),
-        in_shared(plan.local_dst),
+    m = local.src.size
+    # Each local link's slabs, field after field (the sides hold every local link of one
+    # field after the other, first): from the sender's interior, into the receiver's ghosts,
+    # as the runs of the few distinct pairs of slabs.
+    by_link = np.arange(f * m, dtype=np.int64).reshape(f, m).T.ravel()
+    shift = np.repeat(np.array([arena.offset[name] for name in names], np.int64), m)[by_link]
+    out, into = (side.slabs for side in plan.sides)
+    width = len(into.keys)
+    pairs, pair = np.unique(out.which[by_link] * width + into.which[by_link], return_inverse=True)
+    pieces = [_pair_runs(out.keys[k // width], into.keys[k % width]) for k in pairs.tolist()]
+    copies, runs = _shifted_rows(
+        pieces, pair.ravel(), out.base[by_link] + shift, into.base[by_link] + shift
     )
+    link_ptr = np.concatenate([[0], np.cumsum(runs.reshape(m, f).sum(axis=1))]).astype(np.int64)
     link_src, link_dst = arena.positions(local.src), arena.positions(local.dst)
     # Per local partition, the links that touch it (as sender or receiver), ascending.
-    link = np.arange(local.src.size, dtype=np.int64)
+    link = np.arange(m, dtype=np.int64)
     apart = link_dst != link_src
     touched = np.concatenate([link_src, link_dst[apart]])
     touching = np.concatenate([link, link[apart]])

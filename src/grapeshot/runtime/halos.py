@@ -83,7 +83,7 @@ class Halos:
         self.custom_halo: dict[tuple[int, int], int] = {}
         #: ``{grid phase: bytes}`` of its local halos in one round.
         self.local_bytes = {
-            k: sum(p.local_src[n].size * plan.arena.flat[n].itemsize for n in p.names)
+            k: int(p.local_sizes.sum(axis=1) @ [plan.arena.flat[n].itemsize for n in p.names])
             for k, p in plan.plans.items()
         }
         #: Every local position: the ready tasks of a phase without an exchange.
@@ -127,7 +127,7 @@ class Halos:
             for name in plan.names:
                 arena.refresh(self.plan.blocks, name)
         parity = self.messenger.parity(step)
-        segments = {r: mail.outgoing(k, parity, r) for r in plan.send}
+        segments = {r: mail.outgoing(k, parity, r) for r in plan.send_sizes}
         if k in self.prepacked:  # the tasks of the phase before packed them
             self.prepacked.discard(k)
         else:
@@ -164,7 +164,7 @@ class Halos:
 
     def outbox_free(self, k: int) -> None:
         """Wait until the last round's messages of grid exchange ``k`` have left."""
-        self.messenger.outbox_free(k, self.plan.plans[k].send)
+        self.messenger.outbox_free(k, self.plan.plans[k].send_sizes)
 
     def send_custom(self, step: int, k: int, exchange: Exchange) -> None:
         """Pack phase ``k``'s custom halos, hand the local ones to the inboxes and post one
