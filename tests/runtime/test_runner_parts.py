@@ -125,6 +125,8 @@ def test_a_ping_pong_s_second_exchange_gets_the_first_one_s_tables_shifted() -> 
     mail = _mail(plan, 2)
     fusion = Fusion.build(plan, mail, threads=1)
     assert fusion.fused == {0, 1} and fusion.prepacks == {0: 1, 1: 0}
+    # Tasks that copy and pack every halo take the slabs' runs: no plan made its cells.
+    assert all(side._tables is None for p in plan.plans.values() for side in p.sides)
     where, header = (plan.links, plan.arena), HEADER * 8
     for k, names in ((0, ("u",)), (1, ("v",))):
         own = fused_halos(*where, plan.plans[k], mail.in_starts[k], header)
