@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grapeshot.model.program import Exchange, neighbour_offsets
-from grapeshot.model.task_halos import STATE, batch_ends, make_halos, state, task_begins
+from grapeshot.model.task_halos import (
+    STATE,
+    batch_ends,
+    make_halos,
+    pack_all,
+    state,
+    task_begins,
+)
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.halo_plan import (
     Arena,
@@ -176,6 +183,31 @@ def test_a_rebalanced_arena_keeps_who_stays_in_place_and_copies_only_arrivals() 
     _arena_holds(fourth, odd)
 
 
+def test_a_rebalanced_arena_checks_the_arrivals_shapes_and_keeps_the_others_kinds() -> None:
+    """Each partition's kind names its own shape; a re-plan checks the arrivals against
+    their boxes and keeps what it knew of the partitions that stay."""
+    from types import SimpleNamespace
+
+    shapes = {0: (4, 5), 1: (4, 5), 2: (4, 5), 3: (2, 2), 5: (4, 5), 7: (4, 5), 9: (3, 5)}
+    boxes = {p: SimpleNamespace(padded_shape=shape) for p, shape in shapes.items()}
+    blocks = {p: _fields(p, shapes[p]) for p in (0, 1, 2, 3)}
+    first = Arena(("u",), np.array([0, 1, 2, 3]), blocks)
+    kinds, table = first.shape_kinds("u", boxes)
+    assert [table[k] for k in kinds] == [shapes[p] for p in (0, 1, 2, 3)]
+    moved = {1: blocks[1], 3: blocks[3], 5: _fields(5), 7: _fields(7)}
+    boxes[1] = SimpleNamespace(padded_shape=(9, 9))  # not looked at again: 1 stays
+    second = Arena(("u",), np.array([1, 3, 5, 7]), moved, first)
+    assert second.shared is first.shared
+    kinds, table = second.shape_kinds("u", boxes)
+    assert [table[k] for k in kinds] == [shapes[p] for p in (1, 3, 5, 7)]
+    # An arrival whose field does not start with its padded box shape is refused.
+    wrong = {1: blocks[1], 3: blocks[3], 7: moved[7], 9: _fields(9)}
+    third = Arena(("u",), np.array([1, 3, 7, 9]), wrong, second)
+    assert third.shared is first.shared
+    with pytest.raises(ValueError, match="partition 9"):
+        third.shape_kinds("u", boxes)
+
+
 def test_a_rank_that_gave_partitions_away_takes_others_back_into_their_room() -> None:
     # The front's heavy rank: most of its partitions leave in one rebalance, others come back
     # a few at a time in later ones. The segments freed earlier are reused, not forgotten
@@ -268,9 +300,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
     # The next phase's messages, packed by tasks after their kernels, equal the gathers.
     outboxes = {}
     for r in range(ranks):
-        starts, total = message_layout(
-            plans[r], plans[r].send_sizes, arenas[r], list(links[r].send), header
-        )
+        starts, total = message_layout(plans[r], True, arenas[r], list(links[r].send), header)
         outbox = np.zeros(total // 8)
         packs = pack_pieces(links[r], arenas[r], plans[r]).placed(starts, header)
         halos = make_halos(
@@ -280,6 +310,12 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         for t, i in enumerate(rng.permutation(len(links[r].local_parts))):
             task_begins(halos, stamps, t, i)
         batch_ends(halos, stamps, len(links[r].local_parts))
+        # The runtime packs a round no task did (the first after a re-plan) the same way.
+        alone = np.zeros_like(outbox)
+        pack_all(
+            make_halos(len(links[r].local_parts), data=arenas[r].shared, packs=packs, outbox=alone)
+        )
+        assert np.array_equal(alone, outbox)
         for dest, at in starts.items():
             words = (at + header) // 8
             for name in names:
@@ -290,9 +326,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
     # This phase: the messages arrive, then each task copies its halos and runs its kernel.
     original = copy.deepcopy(blocks)
     for r in range(ranks):
-        starts, total = message_layout(
-            plans[r], plans[r].recv_sizes, arenas[r], links[r].sources, header
-        )
+        starts, total = message_layout(plans[r], False, arenas[r], links[r].sources, header)
         inbox = np.zeros(total // 8)
         for source, at in starts.items():
             message = outboxes[(source, r)]

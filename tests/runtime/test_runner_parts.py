@@ -127,6 +127,11 @@ def test_a_ping_pong_s_second_exchange_gets_the_first_one_s_tables_shifted() -> 
     assert fusion.fused == {0, 1} and fusion.prepacks == {0: 1, 1: 0}
     # Tasks that copy and pack every halo take the slabs' runs: no plan made its cells.
     assert all(side._tables is None for p in plan.plans.values() for side in p.sides)
+    # A round the tasks did not pack is packed by the same tables: v's by u's phase's tasks
+    # of the same step, u's by v's phase's of the step before (the other round's outbox).
+    for parity in (0, 1):
+        assert fusion.packing(1, parity) is fusion.halos[0][parity]
+        assert fusion.packing(0, parity) is fusion.halos[1][1 - parity]
     where, header = (plan.links, plan.arena), HEADER * 8
     for k, names in ((0, ("u",)), (1, ("v",))):
         own = fused_halos(*where, plan.plans[k], mail.in_starts[k], header)

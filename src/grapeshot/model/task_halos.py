@@ -181,6 +181,14 @@ def _pack(halos, i) -> None:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def pack_all(halos) -> None:
+    """Every local partition's pieces of the next phase's messages, as the tasks pack them
+    (the runtime packs a round the tasks did not: the first after a re-plan)."""
+    for i in range(halos[STATE][_N]):
+        _pack(halos, i)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def task_begins(halos, stamps, t, i) -> None:
     """Stamp task ``t`` (local partition ``i``) and make its halo copies (see the module)."""
     start = now_ns()

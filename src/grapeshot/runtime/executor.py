@@ -70,6 +70,7 @@ from numba.core.event import install_listener
 
 from grapeshot.model.errors import GrapeshotError
 from grapeshot.model.program import Block, Context, Phase, Program
+from grapeshot.model.task_halos import no_halos, pack_all
 from grapeshot.runtime.agreement import agreed
 from grapeshot.runtime.compile_clock import CompileClock
 from grapeshot.runtime.copies import copy_within, gather, scatter
@@ -266,7 +267,9 @@ class RankRunner:
         self.mail = Mailboxes(
             data, plan.plans, plan.arena, plan.links, HEADER * 8, shared=shm, previous=self.mail
         )
-        self.fusion = Fusion.build(plan, self.mail, self.dispatch.threads)
+        self.fusion = fusion = Fusion.build(plan, self.mail, self.dispatch.threads)
+        for k, grid in plan.plans.items():  # what the tasks do not copy, the rank does
+            grid.make_cells(copies=k not in fusion.fused, gathers=fusion.packing(k, 0) is None)
         tally, watch = self.tally, self.watch
         self.dispatch.n_local = len(plan.local)
         self.slots = slots = PartSlots(len(plan.local))
@@ -295,6 +298,7 @@ class RankRunner:
             copy_within(flat[:0].copy(), none, none)
         for k in plan.batched:  # and the batches, on no partition
             self.tasks.of(k).warm()
+        pack_all(no_halos(1))  # the rank's packing of a round its tasks did not pack
 
     def run_segments(
         self,

@@ -85,6 +85,15 @@ class Fusion:
             )
         return cls(halos, frozenset(fused), prepacks, ran, halo_ns, last)
 
+    def packing(self, k: int, parity: int) -> tuple | None:
+        """The ``halos`` tuple whose packing fills grid exchange ``k``'s messages of round
+        parity ``parity`` (:func:`~grapeshot.model.task_halos.pack_all`), or ``None`` if no
+        phase's tasks pack them."""
+        for j, nxt in self.prepacks.items():
+            if nxt == k:  # a wrap to the next step packs the other round's outbox
+                return self.halos[j][parity if k > j else 1 - parity]
+        return None
+
 
 class _Built:
     """The fused tables made so far for one plan: an exchange whose fields lie in the arena

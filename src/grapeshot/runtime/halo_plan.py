@@ -244,24 +244,32 @@ class Arena:
             #: ``{name: {size: [base, ...]}}``: segments below ``end`` no partition holds.
             self.free: dict[str, dict[int, list[int]]] = {name: {} for name in names}
             kept: dict[str, set[int]] = {name: set() for name in names}
-            #: ``{name: {partition: shape}}`` of the segments checked against their boxes
-            #: (:meth:`shape_kinds`); a partition that stays keeps its entry.
-            self._checked: dict[str, dict[int, tuple[int, ...]]] = {name: {} for name in names}
+            #: ``{name: ({partition: kind}, shapes)}``: the shapes of the segments checked
+            #: against their boxes (:meth:`shape_kinds`) and each one's; a partition that
+            #: stays keeps its entry.
+            self._shapes: dict[str, tuple[dict[int, int], list[tuple[int, ...]]]] = {
+                name: ({}, []) for name in names
+            }
         else:
             self.base, kept, self.end, self.free = placed
             self.shared, self.offset = previous.shared, previous.offset
             self.flat, self.capacity = previous.flat, previous.capacity
-            self._checked = previous._checked
+            self._shapes = previous._shapes
         self.views: dict[str, dict[int, np.ndarray]] = {}
         for name, arrays in columns.items():
             flat, at, stay = self.flat[name], self.base[name], kept[name]
-            checked = self._checked[name]
-            self.views[name] = views = {}
-            for p, array in zip(self.parts, arrays, strict=True):
-                if p in stay:  # the previous arena's own view, where it was
-                    views[p] = array
-                    continue
-                checked.pop(p, None)
+            kind_of = self._shapes[name][0]
+            if stay:  # the previous arena's own views, where they were; the rest come in
+                old = previous.views[name]  # type: ignore[union-attr]
+                self.views[name] = views = {p: old[p] for p in stay}
+                arriving = [
+                    (p, a) for p, a in zip(self.parts, arrays, strict=True) if p not in stay
+                ]
+            else:
+                self.views[name] = views = {}
+                arriving = list(zip(self.parts, arrays, strict=True))
+            for p, array in arriving:
+                kind_of.pop(p, None)
                 view = flat[at[p] : at[p] + array.size].reshape(array.shape)
                 if placed is not None:  # (a new arena was filled by _build already)
                     view[...] = array
@@ -330,14 +338,12 @@ class Arena:
             # array was replaced), by size: a rank that gave many partitions away takes
             # others back into their room.
             free = {size: list(bases) for size, bases in previous.free[name].items()}
-            for p, base in old.items():
-                if p not in stay:
-                    free.setdefault(views[p].size, []).append(base)
+            at = dict(old)
+            for p in sorted(old.keys() - stay):
+                free.setdefault(views[p].size, []).append(at.pop(p))
             end = previous.end[name]
-            at = {}
             for p, a in zip(self.parts, arrays, strict=True):
                 if p in stay:
-                    at[p] = old[p]
                     continue
                 if any(np.may_share_memory(a, f) for f in previous.flat.values()):
                     return None
@@ -363,29 +369,32 @@ class Arena:
         """int64 ``(L,)``: where each partition's segment of field ``name`` starts."""
         cached = self._bases
         if name not in cached:
-            cached[name] = np.array([self.base[name][p] for p in self.parts], dtype=np.int64)
+            base = self.base[name]
+            cached[name] = np.fromiter(map(base.__getitem__, self.parts), np.int64, len(self.parts))
         return cached[name]
 
     def shape_kinds(self, name: str, boxes: list[Box]) -> tuple[np.ndarray, list[tuple]]:
         """``(kind of each partition, shapes)``: the distinct shapes of field ``name`` and
         which one each partition's array has; checks each starts with its box's padded
-        shape (what halo slabs index)."""
+        shape (what halo slabs index). A partition that stayed from the arena before keeps
+        its kind (a re-plan checks the arrivals alone)."""
         cached = self._kinds
         if name not in cached:
-            shapes: dict[tuple[int, ...], int] = {}
-            kinds = np.empty(len(self.parts), dtype=np.int64)
-            views, checked = self.views[name], self._checked[name]
-            for i, p in enumerate(self.parts):
-                shape = checked.get(p)
-                if shape is None:  # a partition new here (one that stays was checked)
-                    shape, padded = views[p].shape, boxes[p].padded_shape
-                    if shape[: len(padded)] != padded:
-                        raise ValueError(
-                            f"partition {p}: grid field of shape {shape} does not start with "
-                            f"the padded box shape {padded}"
-                        )
-                    checked[p] = shape
-                kinds[i] = shapes.setdefault(shape, len(shapes))
+            kind_of, shapes = self._shapes[name]
+            views = self.views[name]
+            for p in self.parts:
+                if p in kind_of:
+                    continue
+                shape, padded = views[p].shape, boxes[p].padded_shape
+                if shape[: len(padded)] != padded:
+                    raise ValueError(
+                        f"partition {p}: grid field of shape {shape} does not start with "
+                        f"the padded box shape {padded}"
+                    )
+                if shape not in shapes:
+                    shapes.append(shape)
+                kind_of[p] = shapes.index(shape)
+            kinds = np.fromiter(map(kind_of.__getitem__, self.parts), np.int64, len(self.parts))
             cached[name] = (kinds, list(shapes))
         return cached[name]
 
@@ -614,12 +623,24 @@ class _Side:
     def __init__(self, names: tuple[str, ...], slabs: _Slabs, groups: list[int]) -> None:
         self.names, self.slabs, self.groups = names, slabs, groups
         self._tables: list[dict[str, np.ndarray]] | None = None
+        self._field_cells: dict[int, list[int]] = {}
+        self._sizes: list[np.ndarray] | None = None
+
+    def field_cells(self, group: int) -> list[int]:
+        """The cells of each field over all the slabs of group ``group``."""
+        cells = self._field_cells.get(group)
+        if cells is None:
+            sizes = self.sizes()[group].reshape(len(self.names), self.groups[group])
+            cells = self._field_cells[group] = sizes.sum(axis=1).tolist()
+        return cells
 
     def sizes(self) -> list[np.ndarray]:
         """Per group, int64 ``(len(names) * links,)``: the cells of each slab, field after
         field."""
-        bounds = np.cumsum([len(self.names) * m for m in self.groups], dtype=np.int64)
-        return np.split(self.slabs.sizes, bounds[:-1])
+        if self._sizes is None:
+            bounds = np.cumsum([len(self.names) * m for m in self.groups], dtype=np.int64)
+            self._sizes = np.split(self.slabs.sizes, bounds[:-1])
+        return self._sizes
 
     def tables(self) -> list[dict[str, np.ndarray]]:
         """Per group, ``{name: cells}``: its slabs' cells of each field, one after the other."""
@@ -689,16 +710,27 @@ class GridPlan:
         tables = self.sides[1].tables()[1:]
         return {r: self._renamed(t) for r, t in zip(self.recv_sizes, tables, strict=True)}
 
+    def make_cells(self, copies: bool, gathers: bool) -> None:
+        """Make now the cells the rank will index itself (else made on first use, in a
+        step): with ``copies`` those of its local copies and scatters, with ``gathers`` those
+        of its gathers."""
+        if copies or gathers:
+            self.sides[0].tables()
+        if copies:
+            self.sides[1].tables()
+
     def renamed(self, names: tuple[str, ...]) -> GridPlan:
         """This plan's tables (shared, not copied) for fields ``names`` in place of
         :attr:`names`, one for one: fields that lie in the arena as these do."""
         return replace(self, names=names)
 
-    def message_bytes(self, sizes: dict[int, np.ndarray], arena: Arena, r: int) -> int:
-        """Payload bytes of the message to or from rank ``r`` (each field padded to 8);
-        ``sizes`` is :attr:`send_sizes` or :attr:`recv_sizes`."""
-        cells = sizes[r].reshape(len(self.names), -1).sum(axis=1).tolist()
+    def message_bytes(self, sending: bool, arena: Arena, r: int) -> int:
+        """Payload bytes of the message to (``sending``) or from rank ``r`` (each field
+        padded to 8)."""
+        ranks = self.send_sizes if sending else self.recv_sizes
+        group = 1 + list(ranks).index(r)  # after the local links
         total = 0
+        cells = self.sides[0 if sending else 1].field_cells(group)
         for name, n in zip(self.names, cells, strict=True):
             n *= arena.flat[name].dtype.itemsize
             total += n + (-n) % 8
@@ -794,14 +826,14 @@ def grid_plans(
 
 def message_layout(
     plan: GridPlan,
-    sizes: dict[int, np.ndarray],
+    sending: bool,
     arena: Arena,
     ranks: list[int],
     header_bytes: int,
 ) -> tuple[dict[int, int], int]:
-    """Where each message of ``plan`` to or from ``ranks`` lies in one buffer.
+    """Where each message of ``plan`` to (``sending``) or from ``ranks`` lies in one buffer.
 
-    ``sizes`` is ``plan.send_sizes`` or ``plan.recv_sizes``. Returns ``({rank: byte offset}, total
+    Returns ``({rank: byte offset}, total
     bytes)``: the messages one after the other in ``ranks`` order, each ``header_bytes`` and
     then its payload (sizes multiples of 8).
     """
@@ -809,7 +841,7 @@ def message_layout(
     at = 0
     for r in ranks:
         starts[r] = at
-        at += header_bytes + plan.message_bytes(sizes, arena, r)
+        at += header_bytes + plan.message_bytes(sending, arena, r)
     return starts, at
 
 

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from grapeshot.model.program import Exchange, Offset, Phase
+from grapeshot.model.task_halos import pack_all
 from grapeshot.runtime.copies import gather, scatter
 from grapeshot.runtime.dispatch import Dispatch
 from grapeshot.runtime.fusion import Fusion
@@ -130,6 +131,9 @@ class Halos:
         segments = {r: mail.outgoing(k, parity, r) for r in plan.send_sizes}
         if k in self.prepacked:  # the tasks of the phase before packed them
             self.prepacked.discard(k)
+        elif (packing := fusion.packing(k, parity)) is not None:
+            self.outbox_free(k)
+            pack_all(packing)  # by the tasks' pieces: the plan has no cells for it
         else:
             self.outbox_free(k)
             for r, indices in plan.send.items():
