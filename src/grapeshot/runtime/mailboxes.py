@@ -89,9 +89,9 @@ class Mailboxes:
             self.node = comm.Split_type(MPI.COMM_TYPE_SHARED)
             self.shared_peers = set(self.node.allgather(self.rank)) - {self.rank}
         #: ``{rank: {phase: payload bytes}}`` of the messages from and to each partner.
-        self.size_in = {r: {k: p.message_bytes(p.recv_sizes, arena, r) for k, p in plans.items()}
+        self.size_in = {r: {k: p.message_bytes(False, arena, r) for k, p in plans.items()}
                         for r in links.sources}  # fmt: skip
-        self.size_out = {r: {k: p.message_bytes(p.send_sizes, arena, r) for k, p in plans.items()}
+        self.size_out = {r: {k: p.message_bytes(True, arena, r) for k, p in plans.items()}
                          for r in links.send_links}  # fmt: skip
         # This rank's region: per phase, inbox 0, inbox 1, then the outbox for other nodes.
         offnode = [r for r in links.send_links if r not in self.shared_peers]
@@ -101,10 +101,8 @@ class Mailboxes:
         self.layout: dict[int, tuple[int, int]] = {}  # phase -> (inbox 0, outbox) offsets
         at = 0
         for k, plan in sorted(plans.items()):
-            starts, total = message_layout(
-                plan, plan.recv_sizes, arena, links.sources, header_bytes
-            )
-            out, out_total = message_layout(plan, plan.send_sizes, arena, offnode, header_bytes)
+            starts, total = message_layout(plan, False, arena, links.sources, header_bytes)
+            out, out_total = message_layout(plan, True, arena, offnode, header_bytes)
             total = _aligned(total)
             self.in_starts[k], self.in_total[k], self.out_starts[k] = starts, total, out
             self.layout[k] = (at, at + 2 * total)
