@@ -5,6 +5,7 @@ talk MPI, messages, reductions and migration, are run by the MPI tests)."""
 from __future__ import annotations
 
 import copy
+import pickle
 import threading
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from grapeshot.runtime.fusion import Fusion
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.migration import neighbour_slots
 from grapeshot.runtime.rank_plan import RankPlan
-from grapeshot.runtime.results import Tally, WorkLog
+from grapeshot.runtime.results import RankResult, Tally, WorkColumns, WorkLog
 from grapeshot.runtime.serial import exchange_all
 from grapeshot.runtime.tasks import PartSlots, PhaseTasks
 from grapeshot.runtime.timeline import RunClock, TaskRecord, TaskRows, ThreadClock
@@ -184,10 +185,39 @@ def test_work_log_counts_every_partition_every_step() -> None:
     log.record()
     plan.blocks[0]["u"][:] = 1.0
     log.record()
-    counts = log.counts()
+    counts = log.take()
     box = plan.boxes[0]
     assert counts[0] == [program.work(program.init_block(box), box), int(np.prod(box.shape))]
     assert all(len(c) == 2 for c in counts.values())
+    log.record()  # a next segment's counts start afresh
+    assert all(len(c) == 1 for c in log.take().values())
+
+
+def test_work_counts_read_at_once_are_the_columns_of_one_array() -> None:
+    """Every phase batched, the counts in the batch's work field: one row a step, a column a
+    partition, read as a mapping and as a rebalance's loads."""
+    from grapeshot.apps.user import load_user_app
+
+    root = Path(__file__).resolve().parents[2]
+    front = load_user_app(f"{root}/examples/program/front.py:make_front")
+    program = front.make_program((4, 4), (32, 24), 0)
+    plan = RankPlan.build(program, _placement(program, 2, seed=3), 0)
+    log = WorkLog(plan)
+    assert log.at is not None
+    for _ in range(3):
+        log.record()
+    counts = log.take()
+    assert isinstance(counts, WorkColumns) and list(counts) == plan.local
+    for p in counts:
+        work = program.work(plan.blocks[p], plan.boxes[p])
+        assert np.array_equal(counts[p], [work] * 3)
+    result = RankResult(
+        rank=0, blocks=plan.blocks, tasks=TaskRows(), work=counts, wall=0.0, threads=1,
+        bytes_sent=0, messages=0, time=0.0, halo_bytes={},
+    )  # fmt: skip
+    parts, loads = result.loads("work")
+    assert parts.tolist() == plan.local and np.array_equal(loads, counts.rows)
+    assert pickle.loads(pickle.dumps(counts)).keys() == counts.keys()  # gathered on rank 0
 
 
 def test_neighbour_slots_name_the_opposite_offset() -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
+
 from grapeshot.model.errors import GrapeshotError, InputError
 
 if TYPE_CHECKING:
@@ -34,17 +36,24 @@ def agreed(comm: MPI.Comm, build: Callable[[], T]) -> T:
     caught (a failing rank then ends the job on its own:
     :func:`grapeshot.runtime.watch.abort_run`).
     """
+    from mpi4py import MPI
+
     try:
         result, failure = build(), None
     except GrapeshotError as exc:
         result, failure = None, exc
-    failures = comm.allgather(None if failure is None else str(failure))
-    first = next((r for r, text in enumerate(failures) if text is not None), None)
-    if first is None:
+    # The lowest failed rank, or the size for none: one small allreduce (a re-plan's every
+    # rebalance passes here; the words travel only where something failed).
+    size = comm.Get_size()
+    first = np.array([size if failure is None else comm.Get_rank()], dtype=np.int64)
+    comm.Allreduce(MPI.IN_PLACE, first, op=MPI.MIN)
+    lowest = int(first[0])
+    if lowest == size:
         return result  # type: ignore[return-value]
-    if comm.Get_size() == 1 and failure is not None:
+    if size == 1 and failure is not None:
         raise failure
-    raise RankFailed(f"rank {first}: {failures[first]}")
+    words = comm.bcast(None if failure is None else str(failure), root=lowest)
+    raise RankFailed(f"rank {lowest}: {words}")
 
 
 def node_share(comm: MPI.Comm) -> float:

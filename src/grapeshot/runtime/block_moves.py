@@ -10,6 +10,7 @@ block holds (and where each array lies) goes by a small pickled ``alltoall``.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -45,10 +46,10 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
     arrays: list[list[np.ndarray]] = [[] for _ in range(size)]
     nbytes = np.zeros(size, dtype=np.int64)
     moved = 0
-    for p, block in blocks.items():
-        r = int(new[p])
-        if r == rank:
-            continue
+    parts = np.fromiter(blocks, np.int64, len(blocks))
+    goes = new[parts] if parts.size else parts
+    for p, r in zip(parts[goes != rank].tolist(), goes[goes != rank].tolist(), strict=True):
+        block = blocks[p]
         entry: dict[str, Any] = {}
         for name, value in block.items():
             if _raw(value):
@@ -82,7 +83,7 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
         [send, (nbytes.tolist(), starts_out), MPI.BYTE],
         [recv, (nbytes_in.tolist(), starts_in), MPI.BYTE],
     )
-    mine = {p: b for p, b in blocks.items() if int(new[p]) == rank}
+    mine = {p: blocks[p] for p in parts[goes == rank].tolist()}
     for r in range(size):
         base = starts_in[r]
         for p, entry in layouts_in[r]:
@@ -90,7 +91,7 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
             for name, value in entry.items():
                 if isinstance(value, _Raw):
                     dtype = np.dtype(value.dtype)
-                    count = int(np.prod(value.shape, dtype=np.int64))
+                    count = math.prod(value.shape)
                     at = base + value.offset
                     view = recv[at : at + count * dtype.itemsize].view(dtype)
                     block[name] = view.reshape(value.shape, order=value.order)

@@ -415,7 +415,7 @@ class RankRunner:
             rank=plan.rank,
             blocks=plan.blocks,
             tasks=record,
-            work=self.work.counts(),
+            work=self.work.take(),
             wall=wall,
             threads=self.dispatch.threads,
             bytes_sent=tally.bytes_sent,
@@ -436,7 +436,6 @@ class RankRunner:
             compile_seconds=compile_seconds,
             compiled=compiled,
         )
-        self.work = WorkLog(plan)
         self.tally.reset()
         self.tasks.gil.clear()
         return result

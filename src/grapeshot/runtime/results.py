@@ -8,7 +8,7 @@ each adding what it did; it is plain numbers so that adding costs nothing measur
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +28,7 @@ class RankResult:
     blocks: dict[int, Block]
     tasks: TaskRows
     #: ``{partition: its work count per step}`` (a list or an int array ``(steps,)``).
-    work: dict[int, Sequence[int]]
+    work: Mapping[int, Sequence[int]]
     wall: float
     threads: int
     bytes_sent: int
@@ -81,6 +81,8 @@ class RankResult:
         ``"cpu"``: the thread CPU seconds of each partition's tasks (all its phases)."""
         parts = np.array(sorted(self.work), dtype=np.int64)
         steps = len(self.work[int(parts[0])]) if parts.size else 0
+        if kind == "work" and isinstance(self.work, WorkColumns):  # parts ascending already
+            return parts, self.work.rows.astype(np.float64)
         if kind == "work":
             counts = [self.work[p] for p in parts.tolist()]
             return parts, np.array(counts, dtype=np.float64).reshape(parts.size, steps).T
@@ -169,10 +171,34 @@ class WorkLog:
         for p in plan.local:
             self.work[p].append(int(program.work(blocks[p], boxes[p])))
 
-    def counts(self) -> dict[int, Sequence[int]]:
-        """``{partition: counts per step}`` of every step recorded: lists, or int arrays
-        ``(steps,)`` (columns of one array, not a Python int each) where the rank's counts
-        were read at once."""
+    def take(self) -> Mapping[int, Sequence[int]]:
+        """``{partition: counts per step}`` of every step recorded: lists, or the columns of
+        one int array ``(steps, L)`` (:class:`WorkColumns`) where the rank's counts were read
+        at once; counting starts afresh (a run's next segment, on the same plan)."""
         if self.rows:
-            return dict(zip(self.plan.local, np.stack(self.rows).T, strict=True))
-        return self.work
+            taken: Mapping[int, Sequence[int]] = WorkColumns(self.plan.local, np.stack(self.rows))
+        else:
+            taken = self.work
+        self.work, self.rows = {p: [] for p in self.plan.local}, []
+        return taken
+
+
+class WorkColumns(Mapping[int, np.ndarray]):
+    """``{partition: its counts per step}`` over one int array ``(steps, L)``, a column per
+    local partition (``parts``, ascending), each made when read: a segment's end made them
+    all, 60-100 µs of a rebalance's pause at 16×16, for the run's end to read them."""
+
+    def __init__(self, parts: list[int], rows: np.ndarray) -> None:
+        self.parts, self.rows = parts, rows
+        self._at: dict[int, int] | None = None
+
+    def __getitem__(self, p: int) -> np.ndarray:
+        if self._at is None:
+            self._at = {q: i for i, q in enumerate(self.parts)}
+        return self.rows[:, self._at[p]]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.parts)
+
+    def __len__(self) -> int:
+        return len(self.parts)
