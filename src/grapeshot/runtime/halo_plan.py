@@ -454,14 +454,6 @@ class _Slabs(NamedTuple):
         table = np.concatenate(pieces)
         return _shifted_chunks(table, _starts(lengths)[self.which], self.sizes, self.base)
 
-    def runs(self, select: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The runs of slabs ``select`` (int64 ``(k,)``; :func:`strided_runs`' rows
-        ``(first, step, count)``), each moved by its ``shift`` (``(k,)``, beyond its base),
-        one slab after the other, and how many each has: a slab's runs are its distinct
-        slab's, cut once per shape (cutting every slab's cells cost more than making them)."""
-        pieces = [_runs_of_shape(*key) for key in self.keys]
-        return _shifted_rows(pieces, self.which[select], self.base[select] + shift)
-
 
 def _slabs(
     arena: Arena,
@@ -534,41 +526,6 @@ def _pair_runs(src: tuple, dst: tuple) -> np.ndarray:
     rows, _ = strided_runs(a, np.array([0, a.size], dtype=np.int64), b)
     rows.flags.writeable = False
     return rows
-
-
-def _shifted_rows(
-    pieces: list[np.ndarray], which: np.ndarray, *shifts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``pieces[which[e]]`` (run rows), its first columns moved by ``shifts`` (one int64
-    ``(n,)`` per cell column: the rows' columns 0, 2, ...), for every ``e`` one after the
-    other; and how many rows each ``e`` has."""
-    width = pieces[0].shape[1] if pieces else 3
-    if which.size == 0:
-        return np.zeros((0, width), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    counts = np.array([len(a) for a in pieces], dtype=np.int64)
-    table = np.concatenate(pieces)
-    return (
-        _shift_rows(table, _starts(counts)[which], counts[which], np.stack(shifts, axis=1)),
-        counts[which],
-    )
-
-
-@njit(cache=True)
-def _shift_rows(
-    table: np.ndarray, first: np.ndarray, counts: np.ndarray, shifts: np.ndarray
-) -> np.ndarray:
-    """``table[first[e]:first[e] + counts[e]]`` with column ``2 * j`` plus ``shifts[e, j]``
-    for every ``e``, one after the other."""
-    out = np.empty((counts.sum(), table.shape[1]), dtype=np.int64)
-    k = 0
-    for e in range(counts.size):
-        for r in range(first[e], first[e] + counts[e]):
-            for c in range(table.shape[1]):
-                out[k, c] = table[r, c]
-            for j in range(shifts.shape[1]):
-                out[k, 2 * j] += shifts[e, j]
-            k += 1
-    return out
 
 
 def _sides(
@@ -969,18 +926,67 @@ def _message_pieces(plan: GridPlan, links: RankLinks, arena: Arena, ghost: bool)
     parts = np.concatenate([np.tile(e, f) for e in ends])
     which = np.repeat(np.arange(len(ranks)), [f * e.size for e in ends])
     field_at = np.array([arena.offset[name] for name in names], dtype=np.int64)
-    shift = np.concatenate([np.repeat(field_at, e.size) for e in ends])
-    sizes = slabs.sizes[entry]
-    position = arena.positions(parts)
-    # A piece starts after the pieces before it in its message's payload.
-    before = _starts(sizes)
-    rel = before - before[np.searchsorted(which, which)]
-    order = np.argsort(position, kind="stable")
-    counts = np.bincount(position, minlength=n)
-    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    rows, runs = slabs.runs(entry[order], shift[order])
-    lo = _starts(runs)
-    return MessagePieces(ptr, which[order], rel[order], lo, lo + runs, rows, tuple(ranks))
+    shift = np.concatenate([np.repeat(field_at, e.size) for e in ends]) + slabs.base[entry]
+    table, first, count = _run_table([_runs_of_shape(*key) for key in slabs.keys])
+    ptr, which, rel, lo, hi, rows = _sorted_pieces(
+        arena.positions(parts), which, slabs.sizes[entry], slabs.which[entry], shift,
+        table, first, count, n,
+    )  # fmt: skip
+    return MessagePieces(ptr, which, rel, lo, hi, rows, tuple(ranks))
+
+
+def _run_table(pieces: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run rows ``pieces`` one after the other, where each starts and how many it has."""
+    count = np.array([len(a) for a in pieces], dtype=np.int64)
+    table = np.concatenate(pieces) if pieces else np.zeros((0, 3), dtype=np.int64)
+    return table, _starts(count), count
+
+
+@njit(cache=True)
+def _sorted_pieces(position, which, sizes, key, shift, table, first, count, n_local):
+    """:class:`MessagePieces`' arrays of pieces given in message order (``which``, the
+    message of each, ascending): each piece's place in its message's payload, then the
+    pieces grouped by their partition's ``position`` (stable), each with the runs of its
+    distinct slab ``key`` moved by its ``shift``. One pass each (a numpy call per step cost
+    more than the few hundred pieces of a re-plan)."""
+    n = position.size
+    rel = np.empty(n, dtype=np.int64)
+    at = 0
+    for e in range(n):
+        if e > 0 and which[e] != which[e - 1]:
+            at = 0
+        rel[e] = at
+        at += sizes[e]
+    ptr = np.zeros(n_local + 1, dtype=np.int64)
+    for e in range(n):
+        ptr[position[e] + 1] += 1
+    for i in range(n_local):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    for e in range(n):
+        order[fill[position[e]]] = e
+        fill[position[e]] += 1
+    total = 0
+    for e in range(n):
+        total += count[key[e]]
+    rows = np.empty((total, 3), dtype=np.int64)
+    lo = np.empty(n, dtype=np.int64)
+    hi = np.empty(n, dtype=np.int64)
+    which_s = np.empty(n, dtype=np.int64)
+    rel_s = np.empty(n, dtype=np.int64)
+    r = 0
+    for j in range(n):
+        e = order[j]
+        which_s[j], rel_s[j], lo[j] = which[e], rel[e], r
+        k = key[e]
+        for t in range(first[k], first[k] + count[k]):
+            rows[r, 0] = table[t, 0] + shift[e]
+            rows[r, 1] = table[t, 1]
+            rows[r, 2] = table[t, 2]
+            r += 1
+        hi[j] = r
+    return ptr, which_s, rel_s, lo, hi, rows
 
 
 def fused_halos(
@@ -1003,29 +1009,23 @@ def fused_halos(
     n, f = len(links.local_parts), len(names)
     local = links.local_links
     m = local.src.size
-    # Each local link's slabs, field after field (the sides hold every local link of one
-    # field after the other, first): from the sender's interior, into the receiver's ghosts,
-    # as the runs of the few distinct pairs of slabs.
-    by_link = np.arange(f * m, dtype=np.int64).reshape(f, m).T.ravel()
-    shift = np.repeat(np.array([arena.offset[name] for name in names], np.int64), m)[by_link]
+    # Each local link's slabs (the sides hold every local link of one field after the other,
+    # first): from the sender's interior into the receiver's ghosts, as the runs of the few
+    # distinct pairs of slabs.
     out, into = (side.slabs for side in plan.sides)
     width = len(into.keys)
-    pairs, pair = np.unique(out.which[by_link] * width + into.which[by_link], return_inverse=True)
-    pieces = [_pair_runs(out.keys[k // width], into.keys[k % width]) for k in pairs.tolist()]
-    copies, runs = _shifted_rows(
-        pieces, pair.ravel(), out.base[by_link] + shift, into.base[by_link] + shift
+    pairs, pair = np.unique(out.which[: f * m] * width + into.which[: f * m], return_inverse=True)
+    table, first, count = _run_table(
+        [_pair_runs(out.keys[k // width], into.keys[k % width]) for k in pairs.tolist()]
     )
-    link_ptr = np.concatenate([[0], np.cumsum(runs.reshape(m, f).sum(axis=1))]).astype(np.int64)
     link_src, link_dst = arena.positions(local.src), arena.positions(local.dst)
-    # Per local partition, the links that touch it (as sender or receiver), ascending.
-    link = np.arange(m, dtype=np.int64)
-    apart = link_dst != link_src
-    touched = np.concatenate([link_src, link_dst[apart]])
-    touching = np.concatenate([link, link[apart]])
-    touching = touching[np.lexsort((touching, touched))]
-    touch_ptr = np.concatenate([[0], np.cumsum(np.bincount(touched, minlength=n))])
+    touch_ptr, touching, link_ptr, copies = _own_copies(
+        pair.ravel(), out.base[: f * m], into.base[: f * m],
+        np.array([arena.offset[name] for name in names], np.int64),
+        table, first, count, link_src, link_dst, n,
+    )  # fmt: skip
     return (
-        touch_ptr.astype(np.int64),
+        touch_ptr,
         touching,
         link_src,
         link_dst,
@@ -1033,6 +1033,51 @@ def fused_halos(
         copies,
         *_message_pieces(plan, links, arena, ghost=True).placed(inbox_starts, header_bytes),
     )
+
+
+@njit(cache=True)
+def _own_copies(pair, src_base, dst_base, field_at, table, first, count, link_src, link_dst, n):
+    """Entries ``PAIR_PTR`` to ``COPY_RUNS`` of the own copies' tables: each local link's
+    copies, field after field (``pair[j * m + e]``: the distinct pair of slabs of link ``e``,
+    field ``j``; its runs moved by the slabs' bases and the field's place), and per local
+    partition the links touching it, ascending (a link within one partition once)."""
+    m, f = link_src.size, field_at.size
+    total = 0
+    for e in range(pair.size):
+        total += count[pair[e]]
+    copies = np.empty((total, 5), dtype=np.int64)
+    link_ptr = np.empty(m + 1, dtype=np.int64)
+    r = 0
+    for e in range(m):
+        link_ptr[e] = r
+        for j in range(f):
+            c = j * m + e
+            a, b = src_base[c] + field_at[j], dst_base[c] + field_at[j]
+            k = pair[c]
+            for t in range(first[k], first[k] + count[k]):
+                copies[r, 0] = table[t, 0] + a
+                copies[r, 1] = table[t, 1]
+                copies[r, 2] = table[t, 2] + b
+                copies[r, 3] = table[t, 3]
+                copies[r, 4] = table[t, 4]
+                r += 1
+    link_ptr[m] = r
+    touch_ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(m):
+        touch_ptr[link_src[e] + 1] += 1
+        if link_dst[e] != link_src[e]:
+            touch_ptr[link_dst[e] + 1] += 1
+    for i in range(n):
+        touch_ptr[i + 1] += touch_ptr[i]
+    fill = touch_ptr[:-1].copy()
+    touching = np.empty(touch_ptr[n], dtype=np.int64)
+    for e in range(m):  # ascending: each partition's links in order
+        touching[fill[link_src[e]]] = e
+        fill[link_src[e]] += 1
+        if link_dst[e] != link_src[e]:
+            touching[fill[link_dst[e]]] = e
+            fill[link_dst[e]] += 1
+    return touch_ptr, touching, link_ptr, copies
 
 
 def pack_pieces(links: RankLinks, arena: Arena, plan: GridPlan) -> MessagePieces | None:
