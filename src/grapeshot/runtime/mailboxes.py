@@ -107,7 +107,16 @@ class Mailboxes:
             self.in_starts[k], self.in_total[k], self.out_starts[k] = starts, total, out
             self.layout[k] = (at, at + 2 * total)
             at += 2 * total + _aligned(out_total)
-        self.space, self.mine = self._allocate(max(at, _ALIGN), previous)
+        nbytes = max(at, _ALIGN)
+        told = None
+        if self.shared_peers:
+            # One exchange on the node: whether each rank's layout fits its region of the
+            # window before, and where each one's inboxes lie in its region.
+            fits = previous is not None and previous.win is not None and nbytes <= previous.capacity
+            boxes = {k: (self.layout[k][0], self.in_total[k], self.in_starts[k]) for k in plans}
+            told = self.node.allgather((self.rank, fits, boxes, self.size_in))
+        self.space = self._allocate(nbytes, previous, told)
+        self.mine = self.regions[self.rank]
         # Where this rank's messages go in ``space``: node neighbours' inboxes, or its outbox.
         self.dest: dict[tuple[int, int, int], int] = {}
         for k in plans:
@@ -115,43 +124,41 @@ class Mailboxes:
             for r in offnode:
                 for parity in (0, 1):
                     self.dest[(k, parity, r)] = outbox + self.out_starts[k][r]
-        if self.shared_peers:
-            mine = {
-                k: (self.mine + self.layout[k][0], self.in_total[k], self.in_starts[k])
-                for k in plans
-            }
-            for peer, boxes, sizes in self.node.allgather((self.rank, mine, self.size_in)):
-                if peer not in self.shared_peers or peer not in links.send_links:
-                    continue
-                for k, (start, total, starts) in boxes.items():
-                    if sizes[self.rank][k] != self.size_out[peer][k]:
-                        raise RuntimeError(
-                            f"rank {self.rank} and rank {peer} disagree on the size of their "
-                            f"phase {k} message: {self.size_out[peer][k]} vs "
-                            f"{sizes[self.rank][k]} B"
-                        )
-                    for parity in (0, 1):
-                        self.dest[(k, parity, peer)] = start + parity * total + starts[self.rank]
+        for peer, _, boxes, sizes in told or ():
+            if peer not in self.shared_peers or peer not in links.send_links:
+                continue
+            for k, (start, total, starts) in boxes.items():
+                if sizes[self.rank][k] != self.size_out[peer][k]:
+                    raise RuntimeError(
+                        f"rank {self.rank} and rank {peer} disagree on the size of their "
+                        f"phase {k} message: {self.size_out[peer][k]} vs "
+                        f"{sizes[self.rank][k]} B"
+                    )
+                at = self.regions[peer] + start + starts[self.rank]
+                for parity in (0, 1):
+                    self.dest[(k, parity, peer)] = at + parity * total
 
-    def _allocate(self, nbytes: int, previous: Mailboxes | None) -> tuple[np.ndarray, int]:
-        """``(space, where this rank's region starts in it)``: ``previous``'s where every
-        rank's layout fits in its region (the node agrees), else a new one."""
+    def _allocate(self, nbytes: int, previous: Mailboxes | None, told: list | None) -> np.ndarray:
+        """The space: ``previous``'s where every rank's layout fits in its region (``told``,
+        the node's, says), else a new one; :attr:`regions` says where each rank's region
+        starts in it."""
         if previous is not None and previous.win is not None:
-            fits = all(self.node.allgather(nbytes <= previous.capacity))
-            if fits:
+            if all(fits for _, fits, _, _ in told):  # type: ignore[union-attr]
                 self.win, self.capacity = previous.win, previous.capacity
-                space, mine = previous.space, previous.mine
+                space, self.regions = previous.space, previous.regions
                 previous.win, previous.space = None, np.zeros(0, dtype=np.uint8)
-                return space, mine
+                return space
             previous.close()
         elif previous is not None and not self.shared_peers and previous.capacity >= nbytes:
             space, self.capacity = previous.space, previous.capacity
             previous.space = np.zeros(0, dtype=np.uint8)
             space[:] = 0
-            return space, 0
+            self.regions = {self.rank: 0}
+            return space
         if not self.shared_peers:
             self.capacity = nbytes
-            return np.zeros(nbytes, dtype=np.uint8), 0
+            self.regions = {self.rank: 0}
+            return np.zeros(nbytes, dtype=np.uint8)
         from mpi4py import MPI
 
         # Room to grow: a rebalance that moves a few partitions changes the sizes a little,
@@ -168,8 +175,12 @@ class Mailboxes:
         if not self.node.allreduce(contiguous, op=MPI.LAND):
             raise RuntimeError("the node's shared-memory window is not contiguous")
         span = ends[-1] - bases[0]
-        space = np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(bases[0]))
-        return space, bases[self.node.Get_rank()] - bases[0]
+        #: ``{rank: where its region starts in space}`` of the ranks of this node.
+        self.regions = {
+            rank: base - bases[0]
+            for (rank, *_), base in zip(told, bases, strict=True)  # type: ignore[arg-type]
+        }
+        return np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(bases[0]))
 
     def inbox(self, k: int, parity: int) -> np.ndarray:
         """Inbox ``parity`` of phase ``k`` (uint8; messages at :attr:`in_starts`)."""
