@@ -153,7 +153,10 @@ def _arena_holds(arena: Arena, blocks: dict) -> None:
             assert (view == (-p if name == "v" else p)).all()
 
 
-def test_a_rebalanced_arena_keeps_who_stays_in_place_and_copies_only_arrivals() -> None:
+@pytest.mark.parametrize("held", [False, True])
+def test_a_rebalanced_arena_keeps_who_stays_in_place_and_copies_only_arrivals(held) -> None:
+    """``held`` (every phase batched: no kernel rebinds an array) takes the partitions that
+    stay without checking each one's arrays: the same arena."""
     names = ("n", "u", "v")
     blocks = {p: _fields(p) for p in (0, 1, 2, 3)}
     first = Arena(names, np.array([0, 1, 2, 3]), blocks)
@@ -162,7 +165,7 @@ def test_a_rebalanced_arena_keeps_who_stays_in_place_and_copies_only_arrivals() 
     where = {p: first.base["u"][p] for p in (1, 3)}
     # 0 and 2 leave, 5 and 7 arrive (fresh arrays, as from another rank).
     moved = {1: blocks[1], 3: blocks[3], 5: _fields(5), 7: _fields(7)}
-    second = Arena(names, np.array([1, 3, 5, 7]), moved, first)
+    second = Arena(names, np.array([1, 3, 5, 7]), moved, first, held=held)
     assert second.shared is first.shared  # no new memory
     for p in (1, 3):  # the same array objects at the same places
         assert moved[p]["u"] is kept[p] and second.base["u"][p] == where[p]

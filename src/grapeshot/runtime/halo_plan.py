@@ -227,23 +227,26 @@ class Arena:
         parts: np.ndarray,
         blocks: dict[int, Block],
         previous: Arena | None = None,
+        held: bool = False,
     ):
         self.names = names
         self.parts = [int(p) for p in parts]
         self._bases: dict[str, np.ndarray] = {}
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
         self._kinds: dict[str, tuple[np.ndarray, list[tuple[int, ...]]]] = {}
-        columns = {name: [np.asarray(blocks[p][name]) for p in self.parts] for name in names}
-        for name, arrays in columns.items():
-            dtypes = {a.dtype for a in arrays}
-            if len(dtypes) != 1:
-                raise ValueError(f"grid field {name!r} has several dtypes across partitions")
-        placed = None if previous is None else self._places(previous, blocks, columns)
+        placed = None
+        if previous is not None and previous.names == names:
+            placed = self._places(previous, blocks, held)
         if placed is None:
+            columns = {name: [np.asarray(blocks[p][name]) for p in self.parts] for name in names}
+            for name, arrays in columns.items():
+                if len({a.dtype for a in arrays}) > 1:
+                    raise ValueError(f"grid field {name!r} has several dtypes across partitions")
             self._build(columns, slack=0.0 if previous is None else self.SLACK)
             #: ``{name: {size: [base, ...]}}``: segments below ``end`` no partition holds.
             self.free: dict[str, dict[int, list[int]]] = {name: {} for name in names}
             kept: dict[str, set[int]] = {name: set() for name in names}
+            arriving = {name: list(zip(self.parts, columns[name], strict=True)) for name in names}
             #: ``{name: ({partition: kind}, shapes)}``: the shapes of the segments checked
             #: against their boxes (:meth:`shape_kinds`) and each one's; a partition that
             #: stays keeps its entry.
@@ -251,27 +254,22 @@ class Arena:
                 name: ({}, []) for name in names
             }
         else:
-            self.base, kept, self.end, self.free = placed
-            self.shared, self.offset = previous.shared, previous.offset
-            self.flat, self.capacity = previous.flat, previous.capacity
-            self._shapes = previous._shapes
+            self.base, kept, self.end, self.free, arriving = placed
+            self.shared, self.offset = previous.shared, previous.offset  # type: ignore[union-attr]
+            self.flat, self.capacity = previous.flat, previous.capacity  # type: ignore[union-attr]
+            self._shapes = previous._shapes  # type: ignore[union-attr]
         self.views: dict[str, dict[int, np.ndarray]] = {}
-        for name, arrays in columns.items():
+        for name in names:
             flat, at, stay = self.flat[name], self.base[name], kept[name]
             kind_of = self._shapes[name][0]
-            if stay:  # the previous arena's own views, where they were; the rest come in
-                old = previous.views[name]  # type: ignore[union-attr]
-                self.views[name] = views = {p: old[p] for p in stay}
-                arriving = [
-                    (p, a) for p, a in zip(self.parts, arrays, strict=True) if p not in stay
-                ]
-            else:
-                self.views[name] = views = {}
-                arriving = list(zip(self.parts, arrays, strict=True))
-            for p, array in arriving:
+            old = previous.views[name] if stay else {}  # type: ignore[union-attr]
+            # The previous arena's own views of those that stay, where they were; the
+            # arrivals' fields copied in (a new arena was filled by _build already).
+            self.views[name] = views = {p: old[p] for p in stay}
+            for p, array in arriving[name]:
                 kind_of.pop(p, None)
                 view = flat[at[p] : at[p] + array.size].reshape(array.shape)
-                if placed is not None:  # (a new arena was filled by _build already)
+                if placed is not None:
                     view[...] = array
                 views[p] = blocks[p][name] = view
 
@@ -307,33 +305,41 @@ class Arena:
             self.end[name] = int(starts[-1])
 
     def _places(
-        self, previous: Arena, blocks: dict[int, Block], columns: dict[str, list[np.ndarray]]
+        self, previous: Arena, blocks: dict[int, Block], held: bool
     ) -> (
         tuple[
             dict[str, dict[int, int]],
             dict[str, set[int]],
             dict[str, int],
             dict[str, dict[int, list[int]]],
+            dict[str, list[tuple[int, np.ndarray]]],
         ]
         | None
     ):
         """Where each partition's segment goes in ``previous``'s arrays, ``{name: {partition:
-        base}}``, which partitions keep theirs, where each field's segments now end, and the
-        segments left free; ``None`` if the arrivals do not fit, the fields changed, or an
-        array to copy in lies in ``previous``'s memory (a kernel that rebound one field to
-        another's array: copying segment by segment could overwrite it before it is read)."""
-        if previous.names != self.names or any(
-            arrays and arrays[0].dtype != previous.flat[name].dtype
-            for name, arrays in columns.items()
-        ):
-            return None
+        base}}``, which partitions keep theirs, where each field's segments now end, the
+        segments left free and the arrivals' ``(partition, array)``; ``None`` if the arrivals
+        do not fit or have another dtype, or an array to copy in lies in ``previous``'s
+        memory (a kernel that rebound one field to another's array: copying segment by
+        segment could overwrite it before it is read). With ``held``, the partitions
+        ``previous`` held still hold its views (no kernel rebinds an array: every phase
+        batched), so they are not checked one by one."""
         places: dict[str, dict[int, int]] = {}
         kept: dict[str, set[int]] = {}
         ends: dict[str, int] = {}
         frees: dict[str, dict[int, list[int]]] = {}
-        for name, arrays in columns.items():
+        arriving: dict[str, list[tuple[int, np.ndarray]]] = {}
+        ids = set(self.parts)
+        for name in self.names:
             old, views = previous.base[name], previous.views[name]
-            stay = {p for p, a in zip(self.parts, arrays, strict=True) if a is views.get(p)}
+            if held:
+                stay = ids & old.keys()
+            else:
+                stay = {p for p in self.parts if blocks[p][name] is views.get(p)}
+            dtype = previous.flat[name].dtype
+            arrivals = [(p, np.asarray(blocks[p][name])) for p in self.parts if p not in stay]
+            if any(a.dtype != dtype for _, a in arrivals):
+                return None
             # The segments free already, and those of the partitions that left (or whose
             # array was replaced), by size: a rank that gave many partitions away takes
             # others back into their room.
@@ -342,9 +348,7 @@ class Arena:
             for p in sorted(old.keys() - stay):
                 free.setdefault(views[p].size, []).append(at.pop(p))
             end = previous.end[name]
-            for p, a in zip(self.parts, arrays, strict=True):
-                if p in stay:
-                    continue
+            for p, a in arrivals:
                 if any(np.may_share_memory(a, f) for f in previous.flat.values()):
                     return None
                 if free.get(a.size):
@@ -354,7 +358,8 @@ class Arena:
                 else:
                     return None
             places[name], kept[name], ends[name], frees[name] = at, stay, end, free
-        return places, kept, ends, frees
+            arriving[name] = arrivals
+        return places, kept, ends, frees, arriving
 
     def positions(self, parts: np.ndarray) -> np.ndarray:
         """Where each of ``parts`` (partition ids) is among the arena's partitions."""

@@ -153,7 +153,8 @@ class RankPlan:
         }  # fmt: skip
         batch_names = {n for batch in batches.values() for n in batch.fields}
         names = tuple(sorted(grid_names | batch_names))
-        arena = Arena(names, links.local_parts, blocks, previous)
+        all_batched = len(batches) == len(phases) and all(ph.graph is None for ph in phases)
+        arena = Arena(names, links.local_parts, blocks, previous, held=all_batched)
         sources = links.sources
         need = links.waits_on.sum(axis=0).astype(np.int64)
         return cls(
@@ -189,7 +190,7 @@ class RankPlan:
             feeds={r: np.flatnonzero(links.waits_on[j]) for j, r in enumerate(sources)},
             need_template=need,
             unfed=np.flatnonzero(need == 0),
-            all_batched=len(batches) == len(phases) and all(ph.graph is None for ph in phases),
+            all_batched=all_batched,
         )
 
 
