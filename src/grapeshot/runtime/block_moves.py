@@ -11,23 +11,19 @@ block holds (and where each array lies) goes by a small pickled ``alltoall``.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from grapeshot.model.program import Block
 from grapeshot.runtime import populated
 
-
-class _Raw(NamedTuple):
-    """Where an array of a block lies in its sender's message: its dtype, shape, memory
-    order (``"C"``, or ``"F"`` for a Fortran-ordered array: a kernel compiled for it keeps
-    its type) and byte offset."""
-
-    dtype: str
-    shape: tuple[int, ...]
-    order: str
-    offset: int
+#: How a block travels: per field, in the block's order, ``(name, value)`` for a value that
+#: is pickled, or ``(name, dtype, shape, order, offset)`` for an array sent as raw bytes: its
+#: dtype string, shape, memory order (``"C"``, or ``"F"`` for a Fortran-ordered array: a
+#: kernel compiled for it keeps its type) and byte offset in its sender's message. Plain
+#: tuples: named ones cost the pickling of a call's layouts four times as much.
+Entry = tuple
 
 
 def _raw(value: Any) -> bool:
@@ -42,7 +38,7 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()
-    layouts: list[list[tuple[int, dict[str, Any]]]] = [[] for _ in range(size)]
+    layouts: list[list[tuple[int, list[Entry]]]] = [[] for _ in range(size)]
     arrays: list[list[np.ndarray]] = [[] for _ in range(size)]
     nbytes = np.zeros(size, dtype=np.int64)
     moved = 0
@@ -50,19 +46,19 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
     goes = new[parts] if parts.size else parts
     for p, r in zip(parts[goes != rank].tolist(), goes[goes != rank].tolist(), strict=True):
         block = blocks[p]
-        entry: dict[str, Any] = {}
+        entry: list[Entry] = []
         for name, value in block.items():
             if _raw(value):
                 order = "F" if value.flags.f_contiguous and not value.flags.c_contiguous else "C"
                 a = value.ravel(order=order)  # a view where it is contiguous already
-                entry[name] = _Raw(a.dtype.str, value.shape, order, int(nbytes[r]))
+                entry.append((name, a.dtype.str, value.shape, order, int(nbytes[r])))
                 arrays[r].append(a.view(np.uint8))
                 pad = -a.nbytes % 8
                 if pad:
                     arrays[r].append(np.zeros(pad, dtype=np.uint8))
                 nbytes[r] += a.nbytes + pad
             else:
-                entry[name] = value
+                entry.append((name, value))
         moved += sum(v.nbytes for v in block.values() if isinstance(v, np.ndarray))
         layouts[r].append((p, entry))
     # One exchange of the layouts, their bytes and what each rank sends in all (the run's
@@ -88,14 +84,14 @@ def move_blocks(blocks: dict[int, Block], new: np.ndarray, comm) -> tuple[dict[i
         base = starts_in[r]
         for p, entry in layouts_in[r]:
             block = {}
-            for name, value in entry.items():
-                if isinstance(value, _Raw):
-                    dtype = np.dtype(value.dtype)
-                    count = math.prod(value.shape)
-                    at = base + value.offset
-                    view = recv[at : at + count * dtype.itemsize].view(dtype)
-                    block[name] = view.reshape(value.shape, order=value.order)
-                else:
-                    block[name] = value
+            for item in entry:
+                if len(item) == 2:
+                    block[item[0]] = item[1]
+                    continue
+                name, dtype, shape, order, offset = item
+                dtype = np.dtype(dtype)
+                at = base + offset
+                view = recv[at : at + math.prod(shape) * dtype.itemsize].view(dtype)
+                block[name] = view.reshape(shape, order=order)
             mine[p] = block
     return mine, int(total)
