@@ -410,7 +410,6 @@ class RankRunner:
         compile_seconds, compiled = self.compiles.take()
         record = TaskRows.take(clocks)
         custom_halo, halo_links = self.halos.take_halo_bytes()
-        main_tasks = record.sums()[2]
         result = RankResult(
             rank=plan.rank,
             blocks=plan.blocks,
@@ -428,7 +427,7 @@ class RankRunner:
             reductions=tally.reductions,
             halo_seconds=tally.halo_seconds,
             wait_seconds=tally.wait_seconds,
-            serial_seconds=max(0.0, wall - main_tasks - tally.halo_seconds - tally.wait_seconds),
+            serial=None,
             copied_bytes=tally.copied_bytes,
             started=self.clock.t0,
             gil_seconds=sum(seconds for seconds, _ in self.tasks.gil.values()),

@@ -278,24 +278,23 @@ class Halos:
 
     def take_halo_bytes(
         self,
-    ) -> tuple[dict[tuple[int, int], int], tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    ) -> tuple[dict[tuple[int, int], int], list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
         """The halos since the last take: custom ones as ``{(source partition, destination
-        partition): bytes}``, and the grid exchanges' links as int64 arrays ``(src, dst,
-        bytes)`` (``None`` for none), summed by pair once the run is over
+        partition): bytes}``, and per grid exchange its links as int64 arrays ``(src, dst,
+        bytes)``, summed by pair once the run is over
         (:meth:`~grapeshot.runtime.results.RankResult.halo_pairs`: at each segment's end it
-        cost a rebalance 0.3-0.5 ms at 16×16). Counting starts afresh (a run's segments each
-        report their own)."""
+        cost a rebalance 0.3-0.5 ms at 16×16, joining them 50 µs). Counting starts afresh (a
+        run's segments each report their own)."""
         plans = self.plan.plans
         sent = [
             (p.sent.src, p.sent.dst, p.sent_bytes * self.rounds[k])
             for k, p in plans.items()
             if self.rounds[k]
         ]
-        links = tuple(map(np.concatenate, zip(*sent, strict=True))) if sent else None
         custom = self.custom_halo
         self.rounds = dict.fromkeys(plans, 0)
         self.custom_halo = {}
-        return custom, links
+        return custom, sent
 
 
 class HaloRound:

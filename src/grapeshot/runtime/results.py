@@ -36,12 +36,13 @@ class RankResult:
     time: float
     #: ``{(source partition, destination partition): bytes}`` of the segment's halos; with
     #: ``halo_links``, the grid exchanges' are not in it yet: int64 ``(src, dst, bytes)`` per
-    #: link, summed by pair when the run is gathered (:meth:`RankResult.halo_pairs`).
+    #: link of each exchange, summed by pair when the run is gathered
+    #: (:meth:`RankResult.halo_pairs`).
     halo_bytes: dict[tuple[int, int], int]
     #: ``(source rank, bytes, seconds from send posted to receive complete)`` per message
     #: this rank received.
     message_log: list[tuple[int, int, float]] = field(default_factory=list)
-    halo_links: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    halo_links: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
     #: Seconds spent in global reductions, and how many there were.
     reduce_seconds: float = 0.0
     reductions: int = 0
@@ -51,7 +52,10 @@ class RankResult:
     #: those copies moved, they are what the simulator's calibration fits.
     halo_seconds: float = 0.0
     wait_seconds: float = 0.0
-    serial_seconds: float = 0.0
+    #: ``serial_seconds`` as known, or ``None``: the wall less the main thread's tasks, halo
+    #: and wait seconds, summed when first read (the task runtime's: not in a rebalance's
+    #: pause).
+    serial: float | None = 0.0
     copied_bytes: int = 0
     #: ``time.perf_counter()`` on this rank when its first step started (every rank leaves
     #: the barrier before it together); the wall before it is the run's set-up.
@@ -66,12 +70,21 @@ class RankResult:
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)
 
+    @property
+    def serial_seconds(self) -> float:
+        """The main thread's seconds outside tasks, halos and waits: the runtime's own."""
+        if self.serial is None:
+            main_tasks = self.tasks.sums()[2]
+            self.serial = max(0.0, self.wall - main_tasks - self.halo_seconds - self.wait_seconds)
+        return self.serial
+
     def halo_pairs(self) -> dict[tuple[int, int], int]:
         """``{(source partition, destination partition): bytes}`` of every halo of the
         segment."""
         total = dict(self.halo_bytes)
-        if self.halo_links is not None:
-            for pair, nbytes in pair_sums(*self.halo_links).items():
+        if self.halo_links:
+            links = map(np.concatenate, zip(*self.halo_links, strict=True))
+            for pair, nbytes in pair_sums(*links).items():
                 total[pair] = total.get(pair, 0) + nbytes
         return total
 
@@ -176,11 +189,11 @@ class WorkLog:
         one int array ``(steps, L)`` (:class:`WorkColumns`) where the rank's counts were read
         at once; counting starts afresh (a run's next segment, on the same plan)."""
         if self.rows:
-            taken: Mapping[int, Sequence[int]] = WorkColumns(self.plan.local, np.stack(self.rows))
-        else:
-            taken = self.work
-        self.work, self.rows = {p: [] for p in self.plan.local}, []
-        return taken
+            columns = WorkColumns(self.plan.local, np.stack(self.rows))
+            self.rows = []
+            return columns
+        lists, self.work = self.work, {p: [] for p in self.plan.local}
+        return lists
 
 
 class WorkColumns(Mapping[int, np.ndarray]):
