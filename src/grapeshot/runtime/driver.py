@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -639,7 +640,10 @@ def _state_bytes(r: RankResult, weights: np.ndarray) -> np.ndarray:
     of rank 0's partitions: the strategy only weighs them against each other."""
     weights = np.maximum(1.0, np.floor(weights))
     parts = np.fromiter(r.blocks, dtype=np.int64, count=len(r.blocks))
-    sizes = np.array([sum(a.nbytes for a in b.values()) for b in r.blocks.values()], np.float64)
+    nbytes = operator.attrgetter("nbytes")  # a C call a field: half the time of a generator
+    sizes = np.fromiter(
+        (sum(map(nbytes, b.values())) for b in r.blocks.values()), np.float64, len(r.blocks)
+    )
     estimate = weights * (sizes.sum() / max(weights[parts].sum(), 1.0))
     estimate[parts] = sizes
     return estimate.astype(np.int64)
