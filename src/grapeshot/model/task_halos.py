@@ -151,6 +151,18 @@ def make_halos(
     )
 
 
+def other_round(halos: tuple, inbox: np.ndarray | None, out_at: np.ndarray | None) -> tuple:
+    """``halos`` for the other round of its phase: another ``inbox`` (the pieces lie alike in
+    it) and, where it packs, its pieces at ``out_at`` in ``OUTBOX`` (the other round's
+    messages); the rest shared (a second :func:`make_halos` joined every table again)."""
+    tables = halos[TABLES]
+    if out_at is not None:
+        tables = tables.copy()
+        tables[tables[OUT_AT] : tables[OUT_AT + 1]] = out_at
+    data, old_inbox, outbox, state_array, _ = halos
+    return data, old_inbox if inbox is None else inbox, outbox, state_array, tables
+
+
 def no_halos(n_local: int) -> tuple:
     """A ``halos`` tuple with nothing to copy, for ``n_local`` partitions."""
     return make_halos(n_local)

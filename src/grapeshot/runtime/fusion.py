@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grapeshot.model.task_halos import make_halos, new_state, state
+from grapeshot.model.task_halos import make_halos, new_state, other_round, state
 from grapeshot.runtime.halo_plan import MessagePieces, fused_halos, pack_pieces, shifted_halos
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.rank_plan import RankPlan
@@ -71,18 +71,22 @@ class Fusion:
             if packs is not None:
                 prepacks[k] = (k + 1) % len(plan.program.phases)
             copies = own is not None or packs is not None
-            halos[k] = tuple(
-                make_halos(
-                    n,
-                    data=plan.arena.shared if copies else None,
-                    own=own,
-                    inbox=None if own is None else mail.inbox(k, parity).view(np.float64),
-                    packs=None if packs is None else packs[parity],
-                    outbox=None if packs is None else mail.space.view(np.float64),
-                    state_array=shared if copies else None,
-                )
-                for parity in (0, 1)
+            even = make_halos(
+                n,
+                data=plan.arena.shared if copies else None,
+                own=own,
+                inbox=None if own is None else mail.inbox(k, 0).view(np.float64),
+                packs=None if packs is None else packs[0],
+                outbox=None if packs is None else mail.space.view(np.float64),
+                state_array=shared if copies else None,
             )
+            # The odd rounds' differ in their inbox and where their messages go alone.
+            odd = other_round(
+                even,
+                None if own is None else mail.inbox(k, 1).view(np.float64),
+                None if packs is None else packs[1][1],
+            )
+            halos[k] = (even, odd)
         return cls(halos, frozenset(fused), prepacks, ran, halo_ns, last)
 
     def packing(self, k: int, parity: int) -> tuple | None:
