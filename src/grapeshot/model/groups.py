@@ -7,8 +7,9 @@ from numba import njit
 
 
 @njit(cache=True)
-def _counting_order(label, n_groups):
-    """Stable counting sort of ``label`` (ids in ``[0, n_groups)``): ``(order, ptr)``.
+def counting_order(label, n_groups):
+    """Stable counting sort of ``label`` (int64 ids in ``[0, n_groups)``): ``(order, ptr)``;
+    callable from compiled code (:func:`group_order` is the checked call from Python).
 
     ``order[ptr[g]:ptr[g + 1]]`` lists the items of group ``g`` in increasing order; the same
     as ``np.argsort(label, kind="stable")`` in O(n) instead of O(n log n).
@@ -37,4 +38,4 @@ def group_order(label: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarra
     n_groups
         Number of groups.
     """
-    return _counting_order(np.ascontiguousarray(label, dtype=np.int64), int(n_groups))
+    return counting_order(np.ascontiguousarray(label, dtype=np.int64), int(n_groups))

@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from grapeshot.model.groups import counting_order
 from grapeshot.model.program import Block, Box, Offset, halo_slab, neighbour_offsets
 
 
@@ -962,16 +963,7 @@ def _sorted_pieces(position, which, sizes, key, shift, table, first, count, n_lo
             at = 0
         rel[e] = at
         at += sizes[e]
-    ptr = np.zeros(n_local + 1, dtype=np.int64)
-    for e in range(n):
-        ptr[position[e] + 1] += 1
-    for i in range(n_local):
-        ptr[i + 1] += ptr[i]
-    fill = ptr[:-1].copy()
-    order = np.empty(n, dtype=np.int64)
-    for e in range(n):
-        order[fill[position[e]]] = e
-        fill[position[e]] += 1
+    order, ptr = counting_order(position, n_local)
     total = 0
     for e in range(n):
         total += count[key[e]]
