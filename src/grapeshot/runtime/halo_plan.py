@@ -610,15 +610,15 @@ class _Side:
         if self._tables is None:
             names, cells = self.names, self.slabs.cells()
             tables, cell_at = [], 0
-            for m, mine in zip(self.groups, self.sizes(), strict=True):
-                ends = (cell_at + np.cumsum(mine.reshape(len(names), m).sum(axis=1))).tolist()
+            for group in range(len(self.groups)):
+                ends = (cell_at + np.cumsum(self.field_cells(group))).tolist()
                 tables.append(
                     {
                         name: cells[lo:hi]
                         for name, lo, hi in zip(names, [cell_at, *ends[:-1]], ends, strict=True)
                     }
                 )
-                cell_at = ends[-1] if ends else cell_at
+                cell_at = ends[-1]
             self._tables = tables
         return self._tables
 
@@ -923,11 +923,10 @@ def _message_pieces(plan: GridPlan, links: RankLinks, arena: Arena, ghost: bool)
         )  # fmt: skip
     # The side's slabs: the local links', then each group's in ``groups``' order, every
     # group field after field; a message holds each field's slabs over its links in turn.
-    first = dict(
-        zip(groups, _starts(np.array([f * g.src.size for g in groups.values()])), strict=True)
-    )
     local = f * links.local_links.src.size
-    entry = np.concatenate([np.arange(f * groups[r].src.size) + local + first[r] for r in ranks])
+    begins = _starts(np.array([f * g.src.size for g in groups.values()])) + local
+    begin = dict(zip(groups, begins.tolist(), strict=True))
+    entry = np.concatenate([np.arange(f * groups[r].src.size) + begin[r] for r in ranks])
     ends = [groups[r].dst if ghost else groups[r].src for r in ranks]
     parts = np.concatenate([np.tile(e, f) for e in ends])
     which = np.repeat(np.arange(len(ranks)), [f * e.size for e in ends])

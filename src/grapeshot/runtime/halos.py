@@ -21,6 +21,7 @@ from grapeshot.model.task_halos import pack_all
 from grapeshot.runtime.copies import gather, scatter
 from grapeshot.runtime.dispatch import Dispatch
 from grapeshot.runtime.fusion import Fusion
+from grapeshot.runtime.halo_plan import GridPlan
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.messages import Messenger
 from grapeshot.runtime.rank_plan import RankPlan
@@ -133,18 +134,10 @@ class Halos:
             self.prepacked.discard(k)
         elif (packing := fusion.packing(k, parity)) is not None:
             self.outbox_free(k)
-            pack_all(packing)  # by the tasks' pieces: the plan has no cells for it
+            pack_all(packing)  # as the tasks pack (the plan has no cells for them)
         else:
             self.outbox_free(k)
-            for r, indices in plan.send.items():
-                body = payload(segments[r])
-                at = 0
-                for name in plan.names:
-                    flat = arena.flat[name]
-                    idx = indices[name]
-                    size = idx.size * flat.itemsize
-                    gather(flat, idx, body[at : at + size].view(flat.dtype))
-                    at += size + (-size) % 8
+            self._gather(plan, segments)
         for raw in segments.values():
             write_header(raw, step, k, HALO)
         mail.sync()  # the writes into node neighbours' inboxes before the news of them
@@ -156,6 +149,19 @@ class Halos:
                 self.dispatch.copy_local(flat, plan.local_src[name], plan.local_dst[name])
         self.tally.copied_bytes += self.local_bytes[k]
         self.rounds[k] += 1
+
+    def _gather(self, plan: GridPlan, segments: dict[int, np.ndarray]) -> None:
+        """Pack each message of grid exchange ``plan`` into its segment by the plan's cells."""
+        arena = self.plan.arena
+        for r, indices in plan.send.items():
+            body = payload(segments[r])
+            at = 0
+            for name in plan.names:
+                flat = arena.flat[name]
+                idx = indices[name]
+                size = idx.size * flat.itemsize
+                gather(flat, idx, body[at : at + size].view(flat.dtype))
+                at += size + (-size) % 8
 
     def send_ahead(self, step: int, k: int) -> None:
         """Send grid exchange ``k``'s messages of ``step`` now, before its phase begins: the
