@@ -282,13 +282,15 @@ def _two_field_blocks(boxes, width):
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ranks, seed):
+@pytest.mark.parametrize("grid", [((30, 24), (5, 4)), ((12, 10, 9), (3, 2, 2))], ids=["2d", "3d"])
+def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ranks, seed, grid):
     """Fused exchanges (grapeshot.model.task_halos): each task copies its halos right before
     its kernel, which then overwrites its interior; whatever order the tasks run in, every
     partition sees what the serial exchange delivers, and the messages the tasks pack after
-    their kernels equal the plan's gathers."""
+    their kernels equal the plan's gathers. On a plane, and in a box (26 neighbours, slabs of
+    several runs each, partitions of two shapes: 9 cells in 2)."""
     width, names = 2, ("u", "v")
-    program = Heat(domain=(30, 24), parts=(5, 4))
+    program = Heat(domain=grid[0], parts=grid[1])
     boxes = [replace(b, ghost=width) for b in program.boxes()]
     blocks = _two_field_blocks(boxes, width)
     expected = copy.deepcopy(blocks)
