@@ -216,7 +216,9 @@ class Arena:
     their segments, untouched, and each arriving partition takes a free segment of its size
     (one that a partition left, in this rebalance or an earlier one) or room at the end of its
     field's region: only the arrivals are copied. Where they do not fit, the arena is built
-    anew, with :data:`SLACK` room for the next arrivals.
+    anew, with :data:`SLACK` room for the next arrivals. A partition stays where its block
+    still holds ``previous``'s views; with ``held`` (no kernel rebinds an array: every phase
+    batched) every partition both arenas hold stays, unchecked.
     """
 
     #: Room a rebuilt arena keeps beyond what its partitions fill, as a fraction of it.
