@@ -84,7 +84,7 @@ class Fusion:
             odd = other_round(
                 even,
                 None if own is None else mail.inbox(k, 1).view(np.float64),
-                None if packs is None else packs[1][1],
+                None if packs is None else packs[1][1],  # (ptr, at, lo, hi, runs): its ``at``
             )
             halos[k] = (even, odd)
         return cls(halos, frozenset(fused), prepacks, ran, halo_ns, last)

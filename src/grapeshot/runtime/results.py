@@ -92,10 +92,10 @@ class RankResult:
         """This rank's partitions and their loads in each step of the segment: int64
         ``(L,)`` and float64 ``(steps, L)``; ``kind`` ``"work"``: the work counts,
         ``"cpu"``: the thread CPU seconds of each partition's tasks (all its phases)."""
+        if kind == "work" and isinstance(self.work, WorkColumns):  # parts ascending already
+            return np.array(self.work.parts, dtype=np.int64), self.work.rows.astype(np.float64)
         parts = np.array(sorted(self.work), dtype=np.int64)
         steps = len(self.work[int(parts[0])]) if parts.size else 0
-        if kind == "work" and isinstance(self.work, WorkColumns):  # parts ascending already
-            return parts, self.work.rows.astype(np.float64)
         if kind == "work":
             counts = [self.work[p] for p in parts.tolist()]
             return parts, np.array(counts, dtype=np.float64).reshape(parts.size, steps).T
