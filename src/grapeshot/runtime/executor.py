@@ -69,6 +69,7 @@ import numpy as np
 from numba.core.event import install_listener
 
 from grapeshot.model.errors import GrapeshotError
+from grapeshot.model.news import NEWS, first_news, news_of, publish
 from grapeshot.model.program import Block, Context, Phase, Program
 from grapeshot.model.task_halos import no_halos, pack_all
 from grapeshot.runtime.agreement import agreed
@@ -299,6 +300,9 @@ class RankRunner:
         for k in plan.batched:  # and the batches, on no partition
             self.tasks.of(k).warm()
         pack_all(no_halos(1))  # the rank's packing of a round its tasks did not pack
+        word = np.zeros(HEADER * 8, dtype=np.uint8)  # node neighbours' news, told and heard
+        publish(word, NEWS * 8, news_of(self.start_step))
+        first_news(word, np.zeros(1, dtype=np.int64), news_of(self.start_step), 0)
 
     def run_segments(
         self,

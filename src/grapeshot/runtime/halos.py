@@ -138,11 +138,9 @@ class Halos:
         else:
             self.outbox_free(k)
             self._gather(plan, segments)
-        for raw in segments.values():
-            write_header(raw, step, k, HALO)
-        mail.sync()  # the writes into node neighbours' inboxes before the news of them
         for r, raw in segments.items():
-            self.messenger.send_grid(k, parity, r, raw)
+            write_header(raw, step, k, HALO)
+            self.messenger.send_grid(k, parity, r, raw, step)
         if k not in fusion.fused:  # else each task copies its own
             for name in plan.names:
                 flat = arena.flat[name]

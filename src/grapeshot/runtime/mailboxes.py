@@ -10,10 +10,10 @@ message, sent only once this rank was done reading round ``n - 2``.
 
 All of it lies in one region per rank. Between the ranks of one node the regions are an MPI-3
 shared-memory window (``MPI_Win_allocate_shared``): a rank writes its messages to a node
-neighbour straight into that neighbour's inbox, and the MPI message that follows carries no
-payload, only the news (a memory barrier, ``MPI_Win_sync``, on both sides orders the writes
-before it). No rank then copies a message from another process's memory: the sender's gather
-(or its tasks' packing) is the only copy. Messages to other nodes travel as MPI messages out
+neighbour straight into that neighbour's inbox, and the last word of the message's header, its
+news (:mod:`grapeshot.model.news`), written last, tells the neighbour it is whole: no MPI
+message follows. No rank then copies a message from another process's memory: the sender's
+gather (or its tasks' packing) is the only copy. Messages to other nodes travel as MPI messages out
 of the outbox into the receiver's inbox.
 
 :class:`Mailboxes` gives every byte it holds as offsets into one array, ``space`` (the node's
@@ -109,6 +109,11 @@ class Mailboxes:
             at += 2 * total + _aligned(out_total)
         nbytes = max(at, _ALIGN)
         told = None
+        if previous is not None and previous.win is not None:
+            # Zeroed before the node's exchange below, past which a neighbour may write its
+            # messages to this rank: no old news word reads as a new round's
+            # (grapeshot.model.news).
+            previous.space[previous.mine : previous.mine + previous.capacity] = 0
         if self.shared_peers:
             # One exchange on the node: whether each rank's layout fits its region of the
             # window before, and where each one's inboxes lie in its region.
@@ -167,6 +172,8 @@ class Mailboxes:
         self.win = MPI.Win.Allocate_shared(self.capacity, 1, comm=self.node)
         self.win.Lock_all(MPI.MODE_NOCHECK)
         spans = [self.win.Shared_query(r)[0] for r in range(self.node.Get_size())]
+        # Zeroed before the collective below, past which a neighbour may write to it.
+        np.frombuffer(spans[self.node.Get_rank()], dtype=np.uint8)[:] = 0
         bases = [s.address for s in spans]
         ends = [s.address + len(s) for s in spans]
         # The standard lays a shared window's regions out one after the other; a view of the
@@ -186,6 +193,11 @@ class Mailboxes:
         """Inbox ``parity`` of phase ``k`` (uint8; messages at :attr:`in_starts`)."""
         start = self.mine + self.layout[k][0] + parity * self.in_total[k]
         return self.space[start : start + self.in_total[k]]
+
+    def received_at(self, k: int, parity: int, source: int) -> int:
+        """Where the message from ``source`` in inbox ``parity`` of phase ``k`` starts in
+        :attr:`space`, bytes."""
+        return self.mine + self.layout[k][0] + parity * self.in_total[k] + self.in_starts[k][source]
 
     def received(self, k: int, parity: int, source: int) -> np.ndarray:
         """The message from ``source`` in inbox ``parity`` of phase ``k`` (header, payload)."""
@@ -211,11 +223,6 @@ class Mailboxes:
     def outgoing_starts(self, k: int, parity: int) -> dict[int, int]:
         """``{dest: byte offset in space}`` of phase ``k``'s messages of parity ``parity``."""
         return {r: at for (kk, p, r), at in self.dest.items() if kk == k and p == parity}
-
-    def sync(self) -> None:
-        """A memory barrier on the window: before telling, after hearing."""
-        if self.win is not None:
-            self.win.Sync()
 
     def close(self) -> None:
         """Free the window (collective on the node); :attr:`space` is gone after."""

@@ -2,9 +2,11 @@
 planned receives and sends through the mailboxes.
 
 Two kinds of message travel on the runtime's data communicator. Grid halo messages of phase
-``k`` carry tag ``GRID_TAG + k``: their receives are posted ahead, each into the place the
-plan gives it (:mod:`grapeshot.runtime.mailboxes`), and MPI matches one source's messages of
-one tag in the order they were sent. Every other message (custom halos, graph buffers,
+``k`` from other nodes carry tag ``GRID_TAG + k``: their receives are posted ahead, each into
+the place the plan gives it (:mod:`grapeshot.runtime.mailboxes`), and MPI matches one source's
+messages of one tag in the order they were sent; a node neighbour writes its messages into
+this rank's inbox itself, and their header's news word (:mod:`grapeshot.model.news`) tells
+when they are whole, with no MPI message at all. Every other message (custom halos, graph buffers,
 migrants) carries ``DATA_TAG`` and a header naming its round ``(step, phase, kind)``
 (:mod:`grapeshot.runtime.wire`): it is probed for, and kept until its round is asked for if it
 came early. MPI is called from the main thread only.
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grapeshot.model.news import NEWS, first_news, news_of, publish
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.results import Tally
 from grapeshot.runtime.watch import Watch
@@ -32,6 +35,9 @@ DATA_TAG = 11
 GRID_TAG = 1000
 #: Sends kept before completed ones are looked for: testing them costs more than keeping a few.
 _PRUNE_AT = 16
+#: Nanoseconds a wait for node neighbours' news spins (the core yielded between looks) before
+#: it looks at the other nodes' receives, or before it returns to Python at all.
+_NEWS_SLICE_NS, _NEWS_WAIT_NS = 20_000, 10_000_000
 
 
 class Messenger:
@@ -74,13 +80,26 @@ class Messenger:
         self.stash: dict[tuple[int, int, int], list[tuple[int, np.ndarray]]] = {}
         #: The posted receives of the current grid exchange, one per source (done: NULL).
         self.grid_recvs: list = []
-        self.nothing = np.zeros(0, dtype=np.uint8)  # the payload of news through the window
+        #: Sources on other nodes (their messages travel by MPI), ascending.
+        self.remote = [r for r in sources if r not in mail.shared_peers]
+        #: The current grid round's node neighbours and where their messages start in the
+        #: mailboxes' space (-1 once in), how many are still to come, and the round's news
+        #: (:mod:`grapeshot.model.news`).
+        self.grid_news: tuple[list[int], np.ndarray] = ([], np.zeros(0, dtype=np.int64))
+        self.news_left = 0
+        self.grid_token = 0
         #: Persistent requests of the grid exchanges, made at a round's first use and
         #: started every round after (a request made anew costs a rank a few µs a phase,
         #: on the path of a neighbour waiting for it): ``{(k, parity): [receive per
         #: source]}`` and ``{(k, parity, dest): send}``. Freed by :meth:`close`.
         self.recv_rounds: dict[tuple[int, int], list] = {}
         self.send_rounds: dict[tuple[int, int, int], MPI.Prequest] = {}
+        #: ``{(k, parity): (node neighbours, where their messages start)}``, made with
+        #: :attr:`recv_rounds`.
+        self.news_rounds: dict[tuple[int, int], tuple[list[int], np.ndarray]] = {}
+        from mpi4py import MPI  # (imported by now: the communicator is MPI's)
+
+        self.mpi = MPI
 
     def parity(self, step: int) -> int:
         """Which of a grid exchange's two inboxes (and halos tuples) serves ``step``: every
@@ -90,66 +109,64 @@ class Messenger:
     # -- grid exchanges --------------------------------------------------------------------
 
     def post_grid_receives(self, step: int, k: int) -> None:
-        """Post the receives of grid exchange ``k``'s messages, each where the plan puts it
-        (from a node neighbour, only the news: its message is in the inbox already then).
+        """Begin round ``step`` of grid exchange ``k``: post the receives of the messages from
+        other nodes, each where the plan puts it, and list the node neighbours whose news
+        (:mod:`grapeshot.model.news`) is to come.
 
         MPI matches messages of one source and tag in the order they were sent, so these
         receive this round's, whatever later rounds a fast neighbour has sent already.
         """
-        from mpi4py import MPI
-
         parity = self.parity(step)
         requests = self.recv_rounds.get((k, parity))
         if requests is None:
             mail, tag = self.mail, GRID_TAG + k
             requests = self.recv_rounds[(k, parity)] = [
-                self.comm.Recv_init(
-                    self.nothing if r in mail.shared_peers else mail.received(k, parity, r),
-                    r,
-                    tag,
-                )
-                for r in self.sources
+                self.comm.Recv_init(mail.received(k, parity, r), r, tag) for r in self.remote
             ]
+            shared = [r for r in self.sources if r in mail.shared_peers]
+            at = [mail.received_at(k, parity, r) for r in shared]
+            self.news_rounds[(k, parity)] = (shared, np.array(at, dtype=np.int64))
         if requests:
-            MPI.Prequest.Startall(requests)
+            self.mpi.Prequest.Startall(requests)
         self.grid_recvs = list(requests)
+        shared, at = self.news_rounds[(k, parity)]
+        self.grid_news = (shared, at.copy())
+        self.news_left = len(shared)
+        self.grid_token = news_of(step)
 
-    def send_grid(self, k: int, parity: int, dest: int, raw: np.ndarray) -> None:
-        """Send grid message ``raw`` of exchange ``k`` on inbox ``parity`` (its header written
-        and stamped) to ``dest``: only the news to a node neighbour, whose inbox holds it
-        already. This parity's request was done before (:meth:`outbox_free` waits for each
-        round's sends before the next round packs)."""
-        request = self.send_rounds.get((k, parity, dest))
-        if request is None:
-            body = self.nothing if dest in self.mail.shared_peers else raw
-            request = self.send_rounds[(k, parity, dest)] = self.comm.Send_init(
-                body, dest, GRID_TAG + k
-            )
-        request.Start()
-        self.grid_sends[(k, dest)] = (request, raw)
+    def send_grid(self, k: int, parity: int, dest: int, raw: np.ndarray, step: int) -> None:
+        """Send grid message ``raw`` of exchange ``k``, round ``step``, on inbox ``parity``
+        (its header written and stamped) to ``dest``: to a node neighbour, whose inbox holds
+        it already, only its news. An MPI send's request of this parity was done before
+        (:meth:`outbox_free` waits for each round's sends before the next round packs)."""
         tally = self.tally
         tally.bytes_sent += raw.nbytes
         tally.messages += 1
         tally.copied_bytes += raw.nbytes
+        if dest in self.mail.shared_peers:
+            publish(raw, NEWS * 8, news_of(step))
+            return
+        request = self.send_rounds.get((k, parity, dest))
+        if request is None:
+            request = self.send_rounds[(k, parity, dest)] = self.comm.Send_init(
+                raw, dest, GRID_TAG + k
+            )
+        request.Start()
+        self.grid_sends[(k, dest)] = (request, raw)
 
     def grid_arrival(self, step: int, k: int, block: bool = True) -> tuple[int, np.ndarray] | None:
         """Wait for the next message of grid exchange ``k``; its source and its bytes
-        (``block=False``: ``None`` if none is in)."""
-        from mpi4py import MPI
+        (``block=False``: ``None`` if none is in).
 
+        Node neighbours' news is looked at in turn with the other nodes' receives; while
+        neither has come, the rank yields its core (a neighbour on the same core runs)."""
+        t = time.perf_counter()
+        got = self._next_grid(k, self.parity(step), block)
+        if got is None:
+            return None
+        source, raw = got
         if block:
-            t = time.perf_counter()
-            j = MPI.Request.Waitany(self.grid_recvs)
             self.tally.wait_seconds += time.perf_counter() - t
-        else:
-            j, done = MPI.Request.Testany(self.grid_recvs)
-            if not done or j == MPI.UNDEFINED:
-                return None
-        self.grid_recvs[j] = MPI.REQUEST_NULL
-        source = self.sources[j]
-        if source in self.mail.shared_peers:
-            self.mail.sync()
-        raw = self.mail.received(k, self.parity(step), source)
         header = read_header(raw)
         self.tally.message_log.append(
             (source, raw.nbytes, (time.time_ns() - header.sent_ns) * 1e-9)
@@ -161,6 +178,35 @@ class Messenger:
                 f"{(step, k, HALO)}: the ranks' plans disagree"
             )
         return source, raw
+
+    def _next_grid(self, k: int, parity: int, block: bool) -> tuple[int, np.ndarray] | None:
+        """The next grid message of the round in, ``(source, raw)``: a node neighbour's whose
+        news has come, or another node's received (``None``: none yet, ``block=False``).
+
+        The news is waited for in compiled code without the GIL (the rank's threads run
+        meanwhile), in slices while other nodes' messages are to come too."""
+        sources, at = self.grid_news
+        recvs, mpi = self.grid_recvs, self.mpi
+        while True:
+            if self.news_left:
+                wait = 0 if not block else _NEWS_SLICE_NS if recvs else _NEWS_WAIT_NS
+                j = first_news(self.mail.space, at, self.grid_token, wait)
+                if j >= 0:
+                    at[j] = -1
+                    self.news_left -= 1
+                    return sources[j], self.mail.received(k, parity, sources[j])
+            if recvs:
+                if not self.news_left and block:  # only other nodes' to wait for: in MPI
+                    j = mpi.Request.Waitany(recvs)
+                else:
+                    j, done = mpi.Request.Testany(recvs)
+                    j = j if done else mpi.UNDEFINED
+                if j != mpi.UNDEFINED:
+                    recvs[j] = mpi.REQUEST_NULL
+                    source = self.remote[j]
+                    return source, self.mail.received(k, parity, source)
+            if not block:
+                return None
 
     def outbox_free(self, k: int, dests: Iterable[int]) -> None:
         """Wait until the last round's messages of grid exchange ``k`` to ``dests`` have
@@ -245,3 +291,4 @@ class Messenger:
             request.Free()
         self.send_rounds.clear()
         self.recv_rounds.clear()
+        self.news_rounds.clear()

@@ -2,10 +2,11 @@
 
 Every message starts with :data:`HEADER` int64 words: the round it belongs to (step, phase,
 kind), the system-clock nanoseconds when it was sent (what the simulator's network is
-calibrated on) and the number of items. A *grid* message (a planned halo exchange) carries
-after the header only the gathered cells, in the order both ends derive from the plan (between
-ranks of one node, header and cells are written straight into the receiver's inbox and the
-MPI message itself is empty: :mod:`grapeshot.runtime.mailboxes`). An
+calibrated on), the number of items and the news (:mod:`grapeshot.model.news`). A *grid*
+message (a planned halo exchange) carries after the header only the gathered cells, in the
+order both ends derive from the plan (between ranks of one node, header and cells are written
+straight into the receiver's inbox, and the news word, written last, tells it the message is
+whole: no MPI message follows; :mod:`grapeshot.runtime.mailboxes`). An
 *item* message (custom packers, emigrants, graph exchanges) carries a table of ``n_items`` rows of
 :data:`ITEM` words ``(part, slot, dtype, ndim, shape[4])`` and then each item's raw bytes
 padded to 8, so an item keeps its dtype and shape (for a graph exchange, ``part`` is the
@@ -24,12 +25,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from grapeshot.model.news import HEADER, NEWS
+
 HALO, MIGRANTS, GRAPH = 1, 2, 3
-HEADER = 5  # step, phase, kind, sent_ns, n_items
 ITEM = 8  # part, slot, dtype char, ndim, shape[4]
 _MAX_NDIM = 4
-#: The header's words, native int64 as numpy's ``view(np.int64)`` reads them.
-_WORDS = struct.Struct(f"={HEADER}q")
+#: The header's words before the news, native int64 as numpy's ``view(np.int64)`` reads them.
+_WORDS = struct.Struct(f"={NEWS}q")
 _SENT = struct.Struct("=q")
 
 
@@ -52,6 +54,7 @@ def new_message(step: int, phase: int, kind: int, n_items: int, payload_bytes: i
     """An uninitialised uint8 message with its header written (send time still 0)."""
     raw = np.empty(HEADER * 8 + payload_bytes, dtype=np.uint8)
     _WORDS.pack_into(raw, 0, step, phase, kind, 0, n_items)
+    raw[NEWS * 8 : HEADER * 8] = 0  # (an MPI message's news is not read)
     return raw
 
 
@@ -61,7 +64,8 @@ def stamp(raw: np.ndarray) -> None:
 
 
 def write_header(raw: np.ndarray, step: int, phase: int, kind: int) -> None:
-    """Write a message's whole header, of no items, stamped with the send time now."""
+    """Write a message's header, of no items, stamped with the send time now; all but its
+    news (:func:`grapeshot.model.news.publish` writes that, last)."""
     _WORDS.pack_into(raw, 0, step, phase, kind, time.time_ns(), 0)
 
 
