@@ -4,6 +4,7 @@ serial exchange, bit for bit, whatever the placement."""
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grapeshot.model.news import NEWS, SENT, news_of
 from grapeshot.model.program import Exchange, neighbour_offsets
 from grapeshot.model.task_halos import (
     STATE,
@@ -339,7 +341,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         tables = fused_halos(links[r], arenas[r], plans[r], starts, header)
         n = len(links[r].local_parts)
         halos = make_halos(n, data=arenas[r].shared, own=tables, inbox=inbox)
-        ran = state(halos[STATE])[1]
+        ran = state(halos[STATE])[2]
         stamps = np.zeros(n + 1, dtype=np.int64)
         for t, i in enumerate(rng.permutation(n)):
             task_begins(halos, stamps, t, i)
@@ -501,3 +503,40 @@ def test_rank_links_are_the_links_box_by_box(shape, wraps, ranks, faces, seed) -
             assert set(np.flatnonzero(got.waits_on[j])) == {
                 int(np.searchsorted(got.local_parts, link.dst)) for link in recv[r]
             }
+
+
+def test_a_telling_batch_sends_its_packed_messages_once_its_last_task_packed() -> None:
+    """``batch_ends`` writes the send time and the news (grapeshot.model.news) of the headers
+    at ``NEWS_AT`` after the last packing, only where the runner set the news, once."""
+    program = Heat(domain=(12, 10), parts=(3, 2))
+    boxes = [replace(b, ghost=1) for b in program.boxes()]
+    blocks = _two_field_blocks(boxes, 1)
+    node_of = np.array([0, 1, 0, 1, 0, 1])
+    links = rank_links(boxes, node_of, 0)
+    arena = Arena(("u", "v", "n"), links.local_parts, blocks)
+    plan = grid_plan(links, boxes, arena, ("u", "v"), 1)
+    header = HEADER * 8
+    starts, total = message_layout(plan, True, arena, list(links.send), header)
+    heads = np.array(list(starts.values()), dtype=np.int64)
+    assert heads.size  # rank 0 sends to rank 1
+    packs = pack_pieces(links, arena, plan).placed(starts, header)
+    n = len(links.local_parts)
+    outbox = np.zeros(total // 8)
+    halos = make_halos(n, data=arena.shared, packs=packs, outbox=outbox, news_at=heads)
+    _, news, _, _ = state(halos[STATE])
+    words = outbox.view(np.int64)
+    for told in (0, news_of(7)):
+        news[0] = told
+        stamps = np.zeros(n + 1, dtype=np.int64)
+        before = time.time_ns()
+        for t in range(n):
+            task_begins(halos, stamps, t, t)
+            if t < n - 1:  # nothing is told before the batch ends
+                assert (words[heads // 8 + NEWS] == 0).all()
+        batch_ends(halos, stamps, n)
+        assert news[0] == 0
+        sent, got = words[heads // 8 + SENT], words[heads // 8 + NEWS]
+        if told:
+            assert (got == told).all() and (sent >= before).all() and (sent <= time.time_ns()).all()
+        else:
+            assert (got == 0).all() and (sent == 0).all()

@@ -163,7 +163,7 @@ def test_one_thread_fuses_the_batched_exchange_and_threads_fuse_nothing() -> Non
     assert even[DATA] is plan.arena.shared
     # One state for both rounds, which the fusion's ran and halo_ns view.
     assert even[STATE] is odd[STATE]
-    last, ran, halo_ns = state(even[STATE])
+    last, _, ran, halo_ns = state(even[STATE])
     assert last.ctypes.data == fused.last.ctypes.data and last[0] == -1
     assert ran.ctypes.data == fused.ran.ctypes.data and ran.size == len(plan.local)
     assert halo_ns.ctypes.data == fused.halo_ns.ctypes.data and halo_ns.size == len(plan.local)
@@ -317,6 +317,26 @@ def test_then_runs_once_when_the_last_task_ran_and_never_after_a_failure(
         )
     assert sorted(seen) == list(range(everyone))
     assert called == ([] if fails else [everyone])
+
+
+@pytest.mark.parametrize("last", [[7], []])
+def test_the_news_goes_to_the_phases_last_call_even_on_no_task(last) -> None:
+    # A telling phase's last call writes the news of the messages its tasks packed
+    # (Fusion.tells): that call is made where the last message made no task ready, too.
+    everyone = 7 + len(last)
+    dispatch = Dispatch(1, everyone, Tally(), Watch(Heat(), _Rank(), timeout=60.0))
+    calls: list[tuple[list[int], int]] = []
+
+    def task(todo, step, ctx, waited, rows, thread, then=None, news=0):
+        calls.append(([int(i) for i in todo], news))
+
+    dispatch.run(
+        task, np.arange(4, dtype=np.int64), _Arrivals([[4, 5, 6], last]), Context(5, 0.0),
+        True, None, 42,
+    )  # fmt: skip
+    assert [news for _, news in calls] == [0, 0, 42]
+    assert calls[-1][0] == last
+    assert sorted(i for todo, _ in calls for i in todo) == list(range(everyone))
 
 
 class _SentAhead:

@@ -9,7 +9,10 @@ float64), the tuple lists, per partition, the copies its task makes:
   hold what the phase must see), and the pieces of the messages from other ranks that land
   in its ghost cells;
 - after its kernel, its part of the *next* phase's messages to other ranks, packed while its
-  cells are still in cache (its values are final then: only its own kernel writes them).
+  cells are still in cache (its values are final then: only its own kernel writes them);
+  where those messages go to node neighbours alone, the batch's last call also stamps their
+  send time and writes their news once every task has packed (:mod:`grapeshot.model.news`):
+  they are sent the moment the last task is done, with no Python in between.
 
 Elsewhere the lists are empty and the two functions only stamp the tasks. Either way a batch
 calls them like this:
@@ -38,10 +41,12 @@ twenty-two did):
 - ``DATA``: float64, the rank's arena of exchanged fields (every copy reads or writes it);
 - ``INBOX``: float64, this phase's received messages;
 - ``OUTBOX``: float64, the next phase's messages;
-- ``STATE``: int64 ``(2 + L + H,)``, what the copies write (:func:`state`): ``L`` (local
-  partitions), the partition whose packing is still to do (``-1``: none), per partition 1
-  once it began in this phase, and per task the nanoseconds it spent in copies (``H`` is
-  ``L``, or 0 where nothing is copied: nothing is timed);
+- ``STATE``: int64 ``(3 + L + H,)``, what the copies write (:func:`state`): ``L`` (local
+  partitions), the partition whose packing is still to do (``-1``: none), the news
+  :func:`batch_ends` writes into the packed messages' headers (0: none; the runner sets it
+  before the phase's last call), per partition 1 once it began in this phase, and per task
+  the nanoseconds it spent in copies (``H`` is ``L``, or 0 where nothing is copied: nothing
+  is timed);
 - ``TABLES``: int64, every read-only table one after the other, after ``N_TABLES + 1``
   offsets (:func:`pack_tables`); table ``k`` is ``TABLES[TABLES[k]:TABLES[k + 1]]``.
 
@@ -62,7 +67,9 @@ The tables, by number (``L`` local partitions):
 - ``OUT_AT``: where a piece goes in ``OUTBOX``; ``OUT_LO``, ``OUT_HI``: its range of rows in
   ``OUT_RUNS``;
 - ``OUT_RUNS``: ``(runs, 3)`` row by row: first cell, step, count in ``DATA``, packed into
-  the piece's consecutive words of ``OUTBOX``.
+  the piece's consecutive words of ``OUTBOX``;
+- ``NEWS_AT``: the byte offsets in ``OUTBOX`` of the headers of the packed messages whose
+  news :func:`batch_ends` writes (empty: the runner sends them).
 """
 
 from __future__ import annotations
@@ -71,35 +78,42 @@ import numpy as np
 from numba import njit
 
 from grapeshot.model.clock import now_ns
+from grapeshot.model.news import NEWS, SENT, publish, put_word, wall_ns
 
 #: The entries of the ``halos`` tuple (see the module).
 DATA, INBOX, OUTBOX, STATE, TABLES = range(5)
 #: The tables in ``TABLES`` (see the module).
 (
     PAIR_PTR, PAIR_LINK, LINK_SRC, LINK_DST, LINK_PTR, COPY_RUNS, PIECE_PTR, PIECE_AT,
-    PIECE_LO, PIECE_HI, PIECE_RUNS, OUT_PTR, OUT_AT, OUT_LO, OUT_HI, OUT_RUNS,
-) = range(16)  # fmt: skip
-N_TABLES = 16
+    PIECE_LO, PIECE_HI, PIECE_RUNS, OUT_PTR, OUT_AT, OUT_LO, OUT_HI, OUT_RUNS, NEWS_AT,
+) = range(17)  # fmt: skip
+N_TABLES = 17
 #: The tables :func:`grapeshot.runtime.halo_plan.fused_halos` gives, and
 #: :func:`~grapeshot.runtime.halo_plan.pack_pieces`, placed.
 OWN_COPIES = slice(PAIR_PTR, OUT_PTR)
-PACKS = slice(OUT_PTR, N_TABLES)
-#: Where ``STATE`` holds ``L`` and the partition still to pack; the ``ran`` flags follow.
-_N, _LAST, _RAN = 0, 1, 2
+PACKS = slice(OUT_PTR, NEWS_AT)
+#: Where ``STATE`` holds ``L``, the partition still to pack and the news to write; the
+#: ``ran`` flags follow.
+_N, _LAST, _NEWS, _RAN = 0, 1, 2, 3
 
 
 def new_state(n_local: int, timed: bool) -> np.ndarray:
     """A ``STATE`` array for ``n_local`` partitions, nothing begun, nothing to pack;
     ``timed``: with room for each task's nanoseconds of copies."""
-    state = np.zeros(2 + n_local * (2 if timed else 1), dtype=np.int64)
+    state = np.zeros(_RAN + n_local * (2 if timed else 1), dtype=np.int64)
     state[_N], state[_LAST] = n_local, -1
     return state
 
 
-def state(array: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Views of a ``STATE`` array: ``(last (1,), ran (L,), halo_ns (H,))``."""
+def state(array: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Views of a ``STATE`` array: ``(last (1,), news (1,), ran (L,), halo_ns (H,))``."""
     n = int(array[_N])
-    return array[_LAST : _LAST + 1], array[_RAN : _RAN + n], array[_RAN + n :]
+    return (
+        array[_LAST : _LAST + 1],
+        array[_NEWS : _NEWS + 1],
+        array[_RAN : _RAN + n],
+        array[_RAN + n :],
+    )
 
 
 def empty_tables(n_local: int) -> list[np.ndarray]:
@@ -128,17 +142,21 @@ def make_halos(
     inbox: np.ndarray | None = None,
     packs: tuple | list | None = None,
     outbox: np.ndarray | None = None,
+    news_at: np.ndarray | None = None,
     state_array: np.ndarray | None = None,
 ) -> tuple:
     """A ``halos`` tuple for ``n_local`` partitions: ``own`` (the tables of
     :data:`OWN_COPIES`) copy this phase's halos between ``data`` and ``inbox``; ``packs``
-    (:data:`PACKS`) pack the next phase's messages into ``outbox``; ``state_array`` (default
+    (:data:`PACKS`) pack the next phase's messages into ``outbox``, whose headers at the byte
+    offsets ``news_at`` (:data:`NEWS_AT`) get their news at the end; ``state_array`` (default
     a new one, timed if anything is copied) is what the copies write."""
     tables = empty_tables(n_local)
     if own is not None:
         tables[OWN_COPIES] = list(own)
     if packs is not None:
         tables[PACKS] = list(packs)
+    if news_at is not None:
+        tables[NEWS_AT] = news_at
     empty = np.zeros(0, dtype=np.float64)
     if state_array is None:
         state_array = new_state(n_local, own is not None or packs is not None)
@@ -151,14 +169,23 @@ def make_halos(
     )
 
 
-def other_round(halos: tuple, inbox: np.ndarray | None, out_at: np.ndarray | None) -> tuple:
+def other_round(
+    halos: tuple,
+    inbox: np.ndarray | None,
+    out_at: np.ndarray | None,
+    news_at: np.ndarray | None = None,
+) -> tuple:
     """``halos`` for the other round of its phase: another ``inbox`` (the pieces lie alike in
     it) and, where it packs, its pieces at ``out_at`` in ``OUTBOX`` (the other round's
-    messages); the rest shared (a second :func:`make_halos` joined every table again)."""
+    messages, their headers at ``news_at``); the rest shared (a second :func:`make_halos`
+    joined every table again)."""
     tables = halos[TABLES]
-    if out_at is not None:
+    if out_at is not None or news_at is not None:
         tables = tables.copy()
+    if out_at is not None:
         tables[tables[OUT_AT] : tables[OUT_AT + 1]] = out_at
+    if news_at is not None:
+        tables[tables[NEWS_AT] : tables[NEWS_AT + 1]] = news_at
     data, old_inbox, outbox, state_array, _ = halos
     return data, old_inbox if inbox is None else inbox, outbox, state_array, tables
 
@@ -243,7 +270,8 @@ def task_begins(halos, stamps, t, i) -> None:
 
 @njit(cache=True, nogil=True, _nrt=False)
 def batch_ends(halos, stamps, n) -> None:
-    """Pack the last task's part of the next phase's messages and stamp the batch's end."""
+    """Pack the last task's part of the next phase's messages, send those the runner asked
+    for (their send time and news), and stamp the batch's end."""
     st = halos[STATE]
     last = st[_LAST]
     if last >= 0:
@@ -253,4 +281,12 @@ def batch_ends(halos, stamps, n) -> None:
         n_local = st[_N]
         if 0 < n <= n_local and st.size > _RAN + n_local:
             st[_RAN + n_local + n - 1] += now_ns() - start
+    news = st[_NEWS]
+    if news != 0:
+        st[_NEWS] = 0
+        outbox, tb = halos[OUTBOX], halos[TABLES]
+        sent = wall_ns()
+        for e in range(tb[NEWS_AT], tb[NEWS_AT + 1]):
+            put_word(outbox, tb[e] + SENT * 8, sent)
+            publish(outbox, tb[e] + NEWS * 8, news)
     stamps[n] = now_ns()

@@ -152,6 +152,11 @@ class Boundary:
         self.stopped: tuple[int, int] | None = None
         self.written: list[tuple[int, float]] = []
 
+    def settled(self) -> bool:
+        """Whether :meth:`coming` would answer without waiting (the agreement it rests on is
+        done)."""
+        return self.request is None or self.request.Test()
+
     def coming(self, step: int) -> Decision | None:
         """The decision the call after ``step`` steps will make, known before it (the
         agreement it rests on began a boundary earlier): the runner sends the next step's

@@ -117,13 +117,16 @@ class Dispatch:
         ctx: Context,
         batched: bool,
         then: Callable[[], None] | None = None,
+        news: int = 0,
     ) -> None:
         """Run every local partition's task of a phase, the ``ready`` positions first, then
         those each of ``arrivals`` makes ready (first in, first out); ``then()``, on this
         thread, as soon as the last of them ran without error (the next phase's messages
-        leave there: a neighbour may be waiting for them)."""
+        leave there: a neighbour may be waiting for them). ``news``, one thread only: the
+        news the phase's last (batched) call writes into the messages its tasks packed
+        (:attr:`Fusion.tells <grapeshot.runtime.fusion.Fusion.tells>`)."""
         if self.threads == 1:
-            self._run_inline(task, ready, arrivals, ctx, then)
+            self._run_inline(task, ready, arrivals, ctx, then, news)
         else:
             self._run_pooled(task, ready, arrivals, ctx, batched)
             if then is not None and self.watch.failure is None:
@@ -136,6 +139,7 @@ class Dispatch:
         arrivals: Arrivals,
         ctx: Context,
         then: Callable[[], None] | None,
+        news: int,
     ) -> None:
         """One thread: run the ready tasks, then wait for the next message, until done."""
         clock = self.clocks[0]
@@ -149,12 +153,16 @@ class Dispatch:
                 if got is None:
                     break
                 ready = np.concatenate([ready, got[0]])
-            if ready.size:  # a call on nothing would cost a batch call's Python, ~10 µs
+            # A call on nothing would cost a batch call's Python, ~10 µs: made only where the
+            # phase's last call is to send the messages its tasks packed.
+            if ready.size or (news and not pending):
                 clock.start()
-                if pending or then is None:
+                if pending or (then is None and not news):
                     task(ready, step, ctx, waited, rows, 0)
-                else:  # the phase's last call: ``then`` before its own bookkeeping
+                elif not news:  # the phase's last call: ``then`` before its own bookkeeping
                     task(ready, step, ctx, waited, rows, 0, then)
+                else:  # the phase's last call: it sends what its tasks packed
+                    task(ready, step, ctx, waited, rows, 0, then, news)
                 clock.stop()
                 if not pending:
                     return

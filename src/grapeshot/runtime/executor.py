@@ -232,9 +232,14 @@ class RankRunner:
         self.messenger: Messenger | None = None
         #: The batches' iparams rows of every partition met, kept across re-plans.
         self.iparams: dict[int, dict[int, np.ndarray]] = {}
-        #: ``goes_on(step)``: whether the segment running goes on to ``step`` (its messages
-        #: may then leave before it begins); set by :meth:`run_segments`.
-        self.goes_on: Callable[[int], bool] = lambda step: False
+        #: ``goes_on(step, block=True)``: whether the segment running goes on to ``step`` (its
+        #: messages may then leave before it begins; ``None`` if that is not known yet and
+        #: ``block`` is false); set by :meth:`run_segments`.
+        self.goes_on: Callable[..., bool | None] = lambda step, block=True: False
+        #: ``poke()``: lets the ranks' agreement of the step's end progress (MPI advances a
+        #: non-blocking collective only inside MPI calls, and node neighbours' halos make
+        #: none): at a step's start, so that it is done where its last phase asks.
+        self.poke: Callable[[], object] = lambda: None
         self.place(program, node_of, blocks, start_step)
 
     def place(
@@ -333,15 +338,18 @@ class RankRunner:
         ctx = Context(self.start_step, start_time)
         step = self.start_step
 
-        def goes_on(step: int) -> bool:
+        def goes_on(step: int, block: bool = True) -> bool | None:
             if step == end or step in cutset:
                 return False
             if boundary is None:
                 return True
+            if not block and not boundary.settled():
+                return None
             self.watch.waiting_for = f"the ranks' agreement after step {step}"
             return boundary.coming(step) is None
 
         self.goes_on = goes_on
+        self.poke = (lambda: None) if boundary is None else boundary.settled
         with install_listener("numba:compile", self.compiles), self.dispatch.workers():
             watchdog.start()
             try:
@@ -447,6 +455,8 @@ class RankRunner:
         """Phase ``k`` of ``step`` on this rank: its exchanges, tasks, reduction and
         migration."""
         plan, halos, fusion = self.plan, self.halos, self.fusion
+        if k == 0:
+            self.poke()
         if phase.graph is not None:
             halos.graph_round(step, k, phase)
         arrivals = halos.send(step, k, phase, time.perf_counter() - self.clock.t0)
@@ -461,10 +471,17 @@ class RankRunner:
         ready = arrivals.ready()
         task = self.tasks.of(k)
         nxt = fusion.prepacks.get(k)
+        then, news = None, 0
         if nxt is not None:  # the tasks pack the next phase's messages: free their buffer
             halos.outbox_free(nxt)
-        then = None if nxt is None else functools.partial(self._packed, step, k, nxt)
-        self.dispatch.run(task, ready, arrivals, ctx, batched, then)
+            ahead = step if nxt > k else step + 1
+            # Where the phase tells and the run surely goes on, its last call sends them
+            # (their headers written now); else they leave from here once it is done.
+            if k in fusion.tells and (nxt > k or self.goes_on(ahead, block=False)):
+                news = halos.tell_ahead(ahead, nxt)
+            else:
+                then = functools.partial(self._packed, step, k, nxt)
+        self.dispatch.run(task, ready, arrivals, ctx, batched, then, news)
         self.watch.check()
         if phase.reduce is not None:
             values = self.slots.batch_values.tolist() if batched else self.slots.values

@@ -4,8 +4,11 @@ With one thread per rank, a batched phase with a grid exchange is *fused*: the r
 messages but copies no halo itself, and each task copies its own halos right before its kernel
 (:mod:`grapeshot.model.task_halos`); a batched phase followed by a grid exchange whose fields
 it holds *prepacks*: each task packs its part of the next phase's messages right after its
-kernel. With threads, tasks of one phase run at once and would race on their neighbours'
-cells: nothing is fused. Planned once, from the rank's plan and its mailboxes.
+kernel, and where those messages all go to node neighbours and the next phase is fused too,
+the phase *tells*: its last call writes their news (:mod:`grapeshot.model.news`), and they
+leave with no Python between the last task and the neighbour. With threads, tasks of one phase
+run at once and would race on their neighbours' cells: nothing is fused. Planned once, from
+the rank's plan and its mailboxes.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ class Fusion:
         The phases whose tasks copy their own halos.
     prepacks
         ``{phase: next phase}`` for the phases whose tasks pack the next phase's messages.
+    tells
+        The prepacking phases whose last call sends those messages itself (the runner sets
+        :attr:`news` before that call).
     ran
         int ``(L,)``: per local partition, whether its task began in this round of a fused
         phase (the runner zeroes it before each round).
@@ -42,52 +48,69 @@ class Fusion:
         int ``(L,)``: nanoseconds each task of the last batch call spent on its copies.
     last
         int ``(1,)``: scratch of the packing tasks.
+    news
+        int ``(1,)``: the news the next call of a telling phase writes (0: none).
 
-    The three are views of the one ``STATE`` array every row with copies shares
+    The four are views of the one ``STATE`` array every row with copies shares
     (:mod:`grapeshot.model.task_halos`).
     """
 
     halos: dict[int, tuple[tuple, tuple]]
     fused: frozenset[int]
     prepacks: dict[int, int]
+    tells: frozenset[int]
     ran: np.ndarray
     halo_ns: np.ndarray
     last: np.ndarray
+    news: np.ndarray
 
     @classmethod
     def build(cls, plan: RankPlan, mail: Mailboxes, threads: int) -> Fusion:
         """Plan the fused copies of ``plan``'s batched phases with ``threads`` threads."""
         n = len(plan.local)
         shared = new_state(n, timed=True)  # every row with copies writes this one
-        last, ran, halo_ns = state(shared)
-        fused: set[int] = set()
-        prepacks: dict[int, int] = {}
-        halos = {}
+        last, news, ran, halo_ns = state(shared)
         built = _Built(plan)
-        for k in plan.batched:
-            own, packs = _copies(plan, mail, k, built) if threads == 1 else (None, None)
-            if own is not None:
-                fused.add(k)
-            if packs is not None:
-                prepacks[k] = (k + 1) % len(plan.program.phases)
-            copies = own is not None or packs is not None
+        copies = {k: _copies(plan, mail, k, built) if threads == 1 else (None, None)
+                  for k in plan.batched}  # fmt: skip
+        fused = frozenset(k for k, (own, _) in copies.items() if own is not None)
+        n_phases = len(plan.program.phases)
+        prepacks = {k: (k + 1) % n_phases for k, (_, packs) in copies.items() if packs is not None}
+        tells = frozenset(
+            k
+            for k, nxt in prepacks.items()
+            if plan.all_batched
+            and nxt in fused
+            and set(plan.plans[nxt].send_sizes) <= mail.shared_peers
+        )
+        halos = {}
+        for k, (own, packs) in copies.items():
+            heads = None
+            if k in tells:  # round n of phase k tells round n of a later phase, else n + 1's
+                nxt = prepacks[k]
+                parities = (0, 1) if nxt > k else (1, 0)
+                heads = [np.array(list(mail.outgoing_starts(nxt, p).values()), dtype=np.int64)
+                         for p in parities]  # fmt: skip
+            some = own is not None or packs is not None
             even = make_halos(
                 n,
-                data=plan.arena.shared if copies else None,
+                data=plan.arena.shared if some else None,
                 own=own,
                 inbox=None if own is None else mail.inbox(k, 0).view(np.float64),
                 packs=None if packs is None else packs[0],
                 outbox=None if packs is None else mail.space.view(np.float64),
-                state_array=shared if copies else None,
+                news_at=None if heads is None else heads[0],
+                state_array=shared if some else None,
             )
             # The odd rounds' differ in their inbox and where their messages go alone.
             odd = other_round(
                 even,
                 None if own is None else mail.inbox(k, 1).view(np.float64),
                 None if packs is None else packs[1][1],  # (ptr, at, lo, hi, runs): its ``at``
+                None if heads is None else heads[1],
             )
             halos[k] = (even, odd)
-        return cls(halos, frozenset(fused), prepacks, ran, halo_ns, last)
+        return cls(halos, fused, prepacks, tells, ran, halo_ns, last, news)
 
     def packing(self, k: int, parity: int) -> tuple | None:
         """The ``halos`` tuple whose packing fills grid exchange ``k``'s messages of round

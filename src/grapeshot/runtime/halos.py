@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from grapeshot.model.news import news_of
 from grapeshot.model.program import Exchange, Offset, Phase
 from grapeshot.model.task_halos import pack_all
 from grapeshot.runtime.copies import gather, scatter
@@ -169,6 +170,23 @@ class Halos:
         self.send_grid(step, k)
         self.sent.add(k)
         self.tally.halo_seconds += time.perf_counter() - t
+
+    def tell_ahead(self, step: int, k: int) -> int:
+        """Write the headers of grid exchange ``k``'s messages of ``step`` (all to node
+        neighbours, packed by the phase about to run, whose last call sends them: the
+        :attr:`Fusion.tells <grapeshot.runtime.fusion.Fusion.tells>`), count them as sent,
+        and return the news that call writes."""
+        t = time.perf_counter()
+        parity, mail, messenger = self.messenger.parity(step), self.mail, self.messenger
+        for r in self.plan.plans[k].send_sizes:
+            raw = mail.outgoing(k, parity, r)
+            write_header(raw, step, k, HALO)  # (its send time and news: the call's)
+            messenger.count_grid(raw)
+        self.tally.copied_bytes += self.local_bytes[k]
+        self.rounds[k] += 1
+        self.sent.add(k)
+        self.tally.halo_seconds += time.perf_counter() - t
+        return news_of(step)
 
     def outbox_free(self, k: int) -> None:
         """Wait until the last round's messages of grid exchange ``k`` have left."""

@@ -124,7 +124,7 @@ class PhaseTasks:
 
         def task(
             todo: list, step: int, ctx: Context, waited: float, rows: list, thread: int,
-            then: Callable[[], None] | None = None,
+            then: Callable[[], None] | None = None, news: int = 0,
         ):  # fmt: skip
             t0 = clock.t0
             for i in todo:
@@ -183,14 +183,14 @@ class PhaseTasks:
         by_parity = fusion.halos[k]
         fused = k in fusion.fused
         timed = fused or k in fusion.prepacks  # the tasks make copies: keep their share
-        ran, halo_ns = fusion.ran, fusion.halo_ns
+        ran, halo_ns, news_word = fusion.ran, fusion.halo_ns, fusion.news
         params = [None, None]  # (context, its params): one step's calls share them
         clock, watch, parity, gil = self.clock, self.watch, self.parity, self.gil
         perf_counter = time.perf_counter
 
         def task(
             todo, step: int, ctx: Context, waited: float, rows: list, thread: int,
-            then: Callable[[], None] | None = None,
+            then: Callable[[], None] | None = None, news: int = 0,
         ):  # fmt: skip
             # Contiguous, as warm() compiled it: the threads' runs are strided views
             # (dispatch.chunks), and numba would compile the batch again for that layout,
@@ -202,6 +202,8 @@ class PhaseTasks:
             try:
                 if params[0] is not ctx:
                     params[:] = (ctx, params_of(ctx))
+                if news:  # batch_ends sends the messages the tasks packed
+                    news_word[0] = news
                 run(arrays, bases, positions, params[1], iparams, values, stamps, halos)
                 back = perf_counter()
                 if verdict:
