@@ -4,6 +4,7 @@ serial exchange, bit for bit, whatever the placement."""
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from dataclasses import replace
 
@@ -12,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grapeshot.model.news import NEWS, SENT, news_of
+from grapeshot.model.news import NEWS, SENT, news_of, publish
 from grapeshot.model.program import Exchange, neighbour_offsets
 from grapeshot.model.task_halos import (
+    PIECE_PTR,
     STATE,
     batch_ends,
     make_halos,
@@ -23,6 +25,7 @@ from grapeshot.model.task_halos import (
     task_begins,
 )
 from grapeshot.runtime.copies import copy_within, gather, scatter
+from grapeshot.runtime.fusion import _hearing
 from grapeshot.runtime.halo_plan import (
     Arena,
     Link,
@@ -44,6 +47,7 @@ from grapeshot.runtime.wire import (
     encode_items,
     read_header,
     stamp,
+    write_header,
 )
 from tests.runtime.toy_programs import Heat
 
@@ -341,7 +345,7 @@ def test_tasks_copying_their_own_halos_in_any_order_equal_the_serial_exchange(ra
         tables = fused_halos(links[r], arenas[r], plans[r], starts, header)
         n = len(links[r].local_parts)
         halos = make_halos(n, data=arenas[r].shared, own=tables, inbox=inbox)
-        ran = state(halos[STATE])[2]
+        ran = state(halos[STATE]).ran
         stamps = np.zeros(n + 1, dtype=np.int64)
         for t, i in enumerate(rng.permutation(n)):
             task_begins(halos, stamps, t, i)
@@ -505,16 +509,22 @@ def test_rank_links_are_the_links_box_by_box(shape, wraps, ranks, faces, seed) -
             }
 
 
-def test_a_telling_batch_sends_its_packed_messages_once_its_last_task_packed() -> None:
-    """``batch_ends`` writes the send time and the news (grapeshot.model.news) of the headers
-    at ``NEWS_AT`` after the last packing, only where the runner set the news, once."""
-    program = Heat(domain=(12, 10), parts=(3, 2))
+def _rank_zero_of_two():
+    """Rank 0's links, arena and plan of a u/v exchange of 4 × 4 partitions, the first on
+    rank 1 (two of rank 0's take pieces of its messages, the others none)."""
+    program = Heat(domain=(16, 12), parts=(4, 4))
     boxes = [replace(b, ghost=1) for b in program.boxes()]
     blocks = _two_field_blocks(boxes, 1)
-    node_of = np.array([0, 1, 0, 1, 0, 1])
+    node_of = (np.arange(len(boxes)) == 0).astype(np.int64)
     links = rank_links(boxes, node_of, 0)
     arena = Arena(("u", "v", "n"), links.local_parts, blocks)
-    plan = grid_plan(links, boxes, arena, ("u", "v"), 1)
+    return boxes, blocks, links, arena, grid_plan(links, boxes, arena, ("u", "v"), 1)
+
+
+def test_a_telling_batch_sends_its_packed_messages_once_its_last_task_packed() -> None:
+    """``batch_ends`` writes the headers (grapeshot.model.news: round, send time, news) at
+    ``NEWS_AT`` after the last packing, only where the runner set the news, once."""
+    _, _, links, arena, plan = _rank_zero_of_two()
     header = HEADER * 8
     starts, total = message_layout(plan, True, arena, list(links.send), header)
     heads = np.array(list(starts.values()), dtype=np.int64)
@@ -522,8 +532,9 @@ def test_a_telling_batch_sends_its_packed_messages_once_its_last_task_packed() -
     packs = pack_pieces(links, arena, plan).placed(starts, header)
     n = len(links.local_parts)
     outbox = np.zeros(total // 8)
-    halos = make_halos(n, data=arena.shared, packs=packs, outbox=outbox, news_at=heads)
-    _, news, _, _ = state(halos[STATE])
+    news_at = np.array([3, HALO, *heads], dtype=np.int64)  # phase 3's messages
+    halos = make_halos(n, data=arena.shared, packs=packs, outbox=outbox, news_at=news_at)
+    news = state(halos[STATE]).news
     words = outbox.view(np.int64)
     for told in (0, news_of(7)):
         news[0] = told
@@ -538,5 +549,62 @@ def test_a_telling_batch_sends_its_packed_messages_once_its_last_task_packed() -
         sent, got = words[heads // 8 + SENT], words[heads // 8 + NEWS]
         if told:
             assert (got == told).all() and (sent >= before).all() and (sent <= time.time_ns()).all()
+            for at in heads:  # the rest of each header, as the runner's write_header writes it
+                assert read_header(outbox.view(np.uint8)[at:]).round == (7, 3, HALO)
         else:
             assert (got == 0).all() and (sent == 0).all()
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_hearing_tasks_wait_for_the_messages_they_take_pieces_of(late) -> None:
+    """Where the tasks wait for their messages themselves (Fusion.hears), a task taking
+    pieces of a message not in yet waits for its news before it is stamped (its wait is no
+    task's time), copies what the message holds once in, and the message's time on the way
+    is kept; a message of another round is flagged."""
+    _, blocks, links, arena, plan = _rank_zero_of_two()
+    header, step, k = HEADER * 8, 4, 1
+    starts, total = message_layout(plan, False, arena, links.sources, header)
+    tables = fused_halos(links, arena, plan, starts, header)
+    hearing, sources = _hearing(k, tables, starts)
+    assert sources == [1]
+    inbox = np.zeros(total // 8)
+    n = len(links.local_parts)
+    halos = make_halos(n, data=arena.shared, own=tables, inbox=inbox, hearing=hearing)
+    views = state(halos[STATE])
+    views.expect[0] = news_of(step)
+    raw = inbox.view(np.uint8)[starts[1] :]
+    inbox[(starts[1] + header) // 8 :] = 7.5  # the message's cells
+
+    def deliver() -> None:
+        write_header(raw, step, k, HALO)
+        publish(raw, NEWS * 8, news_of(step))
+
+    writer = threading.Timer(0.05, deliver) if late else None
+    if writer is None:
+        deliver()
+    else:
+        writer.start()  # while the tasks run (they hold no GIL)
+    ptr = tables[PIECE_PTR]
+    fed = [i for i in range(n) if ptr[i + 1] > ptr[i]]
+    order = [i for i in range(n) if i not in fed] + fed
+    assert fed and len(fed) < n
+    stamps = np.zeros(n + 1, dtype=np.int64)
+    for t, i in enumerate(order):
+        task_begins(halos, stamps, t, i)
+    batch_ends(halos, stamps, n)
+    if writer is not None:
+        writer.join()
+    first = n - len(fed)  # the first task taking pieces waits, and no other
+    assert views.waits[0] == int(late) and np.count_nonzero(views.wait_ns) == int(late)
+    if late:
+        assert views.wait_ns[first] >= 0.03e9
+        assert stamps[first] - stamps[first - 1] >= views.wait_ns[first]
+    assert views.bad[0] == 0 and views.heard[0] == news_of(step)
+    assert 0 <= views.latency_ns[0] < 10e9
+    for i in fed:  # every partition fed by rank 1 got the message's cells in its ghosts
+        part = int(links.local_parts[i])
+        assert any((blocks[part][name] == 7.5).any() for name in ("u", "v")), part
+    views.heard[0] = 0  # a message of another round: flagged
+    write_header(raw, step, k + 1, HALO)
+    task_begins(halos, stamps, 0, fed[0])
+    assert views.bad[0] == 1

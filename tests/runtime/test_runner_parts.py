@@ -163,7 +163,8 @@ def test_one_thread_fuses_the_batched_exchange_and_threads_fuse_nothing() -> Non
     assert even[DATA] is plan.arena.shared
     # One state for both rounds, which the fusion's ran and halo_ns view.
     assert even[STATE] is odd[STATE]
-    last, _, ran, halo_ns = state(even[STATE])
+    views = state(even[STATE])
+    last, ran, halo_ns = views.last, views.ran, views.halo_ns
     assert last.ctypes.data == fused.last.ctypes.data and last[0] == -1
     assert ran.ctypes.data == fused.ran.ctypes.data and ran.size == len(plan.local)
     assert halo_ns.ctypes.data == fused.halo_ns.ctypes.data and halo_ns.size == len(plan.local)

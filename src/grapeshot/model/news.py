@@ -27,9 +27,9 @@ from numba.extending import intrinsic
 
 from grapeshot.model.clock import now_ns
 
-#: Words of a message header, and where the send time and the news lie in it.
+#: Words of a message header, and each word's place in it.
 HEADER = 6
-SENT, NEWS = 3, 5
+STEP, PHASE, KIND, SENT, ITEMS, NEWS = range(HEADER)
 #: ``CLOCK_REALTIME`` on Linux: the system clock, shared by a node's ranks (and NTP-aligned
 #: across nodes), that a message's send time and its arrival are read on.
 _CLOCK_REALTIME = 0
@@ -68,6 +68,17 @@ def _load_acquire(typingctx, array, offset):
     def codegen(context, builder, signature, args):
         pointer = _word_pointer(context, builder, signature.args[0], args[0], args[1])
         return builder.load_atomic(pointer, "acquire", 8)
+
+    return types.int64(array, offset), codegen
+
+
+@intrinsic
+def _load_word(typingctx, array, offset):
+    if not _contiguous(array) or not isinstance(offset, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.load(_word_pointer(context, builder, signature.args[0], args[0], args[1]))
 
     return types.int64(array, offset), codegen
 
@@ -119,6 +130,12 @@ def news_of(step: int) -> int:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def step_of(news: int) -> int:
+    """The round whose news is ``news`` (inverse of :func:`news_of`)."""
+    return news - 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def publish(array, offset: int, value: int) -> None:
     """Store ``value`` as the int64 at byte ``offset`` of ``array`` (1-d, C-contiguous),
     after every write before it (release)."""
@@ -133,6 +150,13 @@ def observed(array, offset: int) -> int:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def get_word(array, offset: int) -> int:
+    """The int64 at byte ``offset`` of ``array`` (a float64 inbox gives a header's integer
+    words this way)."""
+    return _load_word(array, offset)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def put_word(array, offset: int, value: int) -> None:
     """Store ``value`` as the int64 at byte ``offset`` of ``array`` (a float64 outbox takes
     a header's integer words this way)."""
@@ -143,6 +167,13 @@ def put_word(array, offset: int, value: int) -> None:
 def wall_ns() -> int:
     """Nanoseconds of ``CLOCK_REALTIME`` (``time.time_ns()``), callable from numba."""
     return _realtime_ns()
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def yield_core() -> None:
+    """Let another thread or process have this core (``sched_yield``): between looks at a
+    word a neighbour will write, which may be running on this very core."""
+    _sched_yield()
 
 
 @njit(cache=True, nogil=True, _nrt=False)

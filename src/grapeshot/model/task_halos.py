@@ -14,6 +14,11 @@ float64), the tuple lists, per partition, the copies its task makes:
   send time and writes their news once every task has packed (:mod:`grapeshot.model.news`):
   they are sent the moment the last task is done, with no Python in between.
 
+Where every message of the phase comes from node neighbours, the runner may leave the waiting
+to the tasks (it sets the round's news in ``STATE``): a task whose pieces come from a message
+not heard of yet waits for its news (:mod:`grapeshot.model.news`) before it is stamped, and
+the phase is one call, its tasks in an order that puts those needing no message first.
+
 Elsewhere the lists are empty and the two functions only stamp the tasks. Either way a batch
 calls them like this:
 
@@ -41,12 +46,15 @@ twenty-two did):
 - ``DATA``: float64, the rank's arena of exchanged fields (every copy reads or writes it);
 - ``INBOX``: float64, this phase's received messages;
 - ``OUTBOX``: float64, the next phase's messages;
-- ``STATE``: int64 ``(3 + L + H,)``, what the copies write (:func:`state`): ``L`` (local
-  partitions), the partition whose packing is still to do (``-1``: none), the news
-  :func:`batch_ends` writes into the packed messages' headers (0: none; the runner sets it
-  before the phase's last call), per partition 1 once it began in this phase, and per task
-  the nanoseconds it spent in copies (``H`` is ``L``, or 0 where nothing is copied: nothing
-  is timed);
+- ``STATE``: int64, what the copies write (:func:`state`): ``L`` (local partitions), the
+  partition whose packing is still to do (``-1``: none), the news :func:`batch_ends` writes
+  into the packed messages' headers (0: none; the runner sets it before the phase's last
+  call), the news the tasks wait for (0: none, the runner waited), how many tasks of the call
+  waited, 1 + the first source whose message was of another round (0: none), ``S`` (room
+  for the sources of a round), per partition 1 once it began in this phase; where anything
+  is copied (*timed*), per task the nanoseconds it spent in copies and those it waited for
+  messages before it, and per source the news last heard from it and the nanoseconds its
+  message took (from its send time to the first task that looked: the system clock);
 - ``TABLES``: int64, every read-only table one after the other, after ``N_TABLES + 1``
   offsets (:func:`pack_tables`); table ``k`` is ``TABLES[TABLES[k]:TABLES[k + 1]]``.
 
@@ -68,17 +76,38 @@ The tables, by number (``L`` local partitions):
   ``OUT_RUNS``;
 - ``OUT_RUNS``: ``(runs, 3)`` row by row: first cell, step, count in ``DATA``, packed into
   the piece's consecutive words of ``OUTBOX``;
-- ``NEWS_AT``: the byte offsets in ``OUTBOX`` of the headers of the packed messages whose
-  news :func:`batch_ends` writes (empty: the runner sends them).
+- ``NEWS_AT``: the phase and kind of the packed messages whose headers :func:`batch_ends`
+  writes, then the byte offsets of those headers in ``OUTBOX`` (empty: the runner sends
+  them);
+- ``PIECE_SRC``: per piece of ``PIECE_AT``, the source (0 to ``S - 1``) of its message;
+  ``SRC_AT``: the phase and kind of the messages, then per source the byte offset of its
+  message's header in ``INBOX``.
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from grapeshot.model.clock import now_ns
-from grapeshot.model.news import NEWS, SENT, publish, put_word, wall_ns
+from grapeshot.model.news import (
+    ITEMS,
+    KIND,
+    NEWS,
+    PHASE,
+    SENT,
+    STEP,
+    get_word,
+    observed,
+    publish,
+    put_word,
+    step_of,
+    wall_ns,
+    yield_core,
+)
 
 #: The entries of the ``halos`` tuple (see the module).
 DATA, INBOX, OUTBOX, STATE, TABLES = range(5)
@@ -86,33 +115,54 @@ DATA, INBOX, OUTBOX, STATE, TABLES = range(5)
 (
     PAIR_PTR, PAIR_LINK, LINK_SRC, LINK_DST, LINK_PTR, COPY_RUNS, PIECE_PTR, PIECE_AT,
     PIECE_LO, PIECE_HI, PIECE_RUNS, OUT_PTR, OUT_AT, OUT_LO, OUT_HI, OUT_RUNS, NEWS_AT,
-) = range(17)  # fmt: skip
-N_TABLES = 17
+    PIECE_SRC, SRC_AT,
+) = range(19)  # fmt: skip
+N_TABLES = 19
 #: The tables :func:`grapeshot.runtime.halo_plan.fused_halos` gives, and
 #: :func:`~grapeshot.runtime.halo_plan.pack_pieces`, placed.
 OWN_COPIES = slice(PAIR_PTR, OUT_PTR)
 PACKS = slice(OUT_PTR, NEWS_AT)
-#: Where ``STATE`` holds ``L``, the partition still to pack and the news to write; the
-#: ``ran`` flags follow.
-_N, _LAST, _NEWS, _RAN = 0, 1, 2, 3
+#: Where ``STATE`` holds ``L``, the partition still to pack, the news to write, the news to
+#: wait for, the tasks that waited, a message of another round and ``S``; the ``ran`` flags
+#: follow.
+_N, _LAST, _NEWS, _EXPECT, _WAITS, _BAD, _S, _RAN = range(8)
 
 
-def new_state(n_local: int, timed: bool) -> np.ndarray:
-    """A ``STATE`` array for ``n_local`` partitions, nothing begun, nothing to pack;
-    ``timed``: with room for each task's nanoseconds of copies."""
-    state = np.zeros(_RAN + n_local * (2 if timed else 1), dtype=np.int64)
-    state[_N], state[_LAST] = n_local, -1
+class StateViews(NamedTuple):
+    """Views of a ``STATE`` array (see the module); the timed ones empty where not timed."""
+
+    last: np.ndarray  # (1,)
+    news: np.ndarray  # (1,)
+    expect: np.ndarray  # (1,)
+    waits: np.ndarray  # (1,)
+    bad: np.ndarray  # (1,)
+    ran: np.ndarray  # (L,)
+    halo_ns: np.ndarray  # (L,)
+    wait_ns: np.ndarray  # (L,)
+    heard: np.ndarray  # (S,)
+    latency_ns: np.ndarray  # (S,)
+
+
+def new_state(n_local: int, timed: bool, sources: int = 0) -> np.ndarray:
+    """A ``STATE`` array for ``n_local`` partitions, nothing begun, nothing to pack or wait
+    for; ``timed``: with room for each task's nanoseconds of copies and of waiting, and for
+    what ``sources`` sources were last heard of."""
+    size = _RAN + n_local + ((2 * n_local + 2 * sources) if timed else 0)
+    state = np.zeros(size, dtype=np.int64)
+    state[_N], state[_LAST], state[_S] = n_local, -1, sources if timed else 0
     return state
 
 
-def state(array: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Views of a ``STATE`` array: ``(last (1,), news (1,), ran (L,), halo_ns (H,))``."""
-    n = int(array[_N])
-    return (
-        array[_LAST : _LAST + 1],
-        array[_NEWS : _NEWS + 1],
-        array[_RAN : _RAN + n],
-        array[_RAN + n :],
+def state(array: np.ndarray) -> StateViews:
+    """Views of a ``STATE`` array."""
+    n, s = int(array[_N]), int(array[_S])
+    at = _RAN + n
+    timed = array.size > at
+    cut = [at, at + n, at + 2 * n, at + 2 * n + s, at + 2 * n + 2 * s] if timed else [at] * 5
+    return StateViews(
+        *(array[w : w + 1] for w in (_LAST, _NEWS, _EXPECT, _WAITS, _BAD)),
+        array[_RAN:at],
+        *(array[a:b] for a, b in pairwise(cut)),
     )
 
 
@@ -143,13 +193,15 @@ def make_halos(
     packs: tuple | list | None = None,
     outbox: np.ndarray | None = None,
     news_at: np.ndarray | None = None,
+    hearing: tuple[np.ndarray, np.ndarray] | None = None,
     state_array: np.ndarray | None = None,
 ) -> tuple:
     """A ``halos`` tuple for ``n_local`` partitions: ``own`` (the tables of
     :data:`OWN_COPIES`) copy this phase's halos between ``data`` and ``inbox``; ``packs``
     (:data:`PACKS`) pack the next phase's messages into ``outbox``, whose headers at the byte
-    offsets ``news_at`` (:data:`NEWS_AT`) get their news at the end; ``state_array`` (default
-    a new one, timed if anything is copied) is what the copies write."""
+    offsets ``news_at`` (:data:`NEWS_AT`) get their news at the end; ``hearing``, the tables
+    ``(PIECE_SRC, SRC_AT)``, lets the tasks wait for ``inbox``'s messages; ``state_array``
+    (default a new one, timed if anything is copied) is what the copies write."""
     tables = empty_tables(n_local)
     if own is not None:
         tables[OWN_COPIES] = list(own)
@@ -157,9 +209,12 @@ def make_halos(
         tables[PACKS] = list(packs)
     if news_at is not None:
         tables[NEWS_AT] = news_at
+    if hearing is not None:
+        tables[PIECE_SRC], tables[SRC_AT] = hearing
     empty = np.zeros(0, dtype=np.float64)
     if state_array is None:
-        state_array = new_state(n_local, own is not None or packs is not None)
+        sources = 0 if hearing is None else hearing[1].size - 2  # (SRC_AT: phase, kind, ...)
+        state_array = new_state(n_local, own is not None or packs is not None, sources)
     return (
         empty if data is None else data,
         empty if inbox is None else inbox,
@@ -228,11 +283,49 @@ def pack_all(halos) -> None:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _hear(halos, i, news) -> int:
+    """Wait until every message local partition ``i`` takes pieces of has news ``news`` (the
+    core yielded between looks); nanoseconds waited."""
+    st, tb, inbox = halos[STATE], halos[TABLES], halos[INBOX]
+    n = st[_N]
+    heard = _RAN + 3 * n
+    latency = heard + st[_S]
+    ptr, src, src_at = tb[PIECE_PTR], tb[PIECE_SRC], tb[SRC_AT]
+    waited = 0
+    for e in range(tb[ptr + i], tb[ptr + i + 1]):
+        s = tb[src + e]
+        if st[heard + s] == news:
+            continue
+        head = tb[src_at + 2 + s]
+        if observed(inbox, head + NEWS * 8) != news:
+            begin = now_ns()
+            while observed(inbox, head + NEWS * 8) != news:
+                yield_core()
+            waited += now_ns() - begin
+        st[heard + s] = news
+        st[latency + s] = wall_ns() - get_word(inbox, head + SENT * 8)
+        if st[_BAD] == 0 and (
+            get_word(inbox, head + STEP * 8) != step_of(news)
+            or get_word(inbox, head + PHASE * 8) != tb[src_at]
+            or get_word(inbox, head + KIND * 8) != tb[src_at + 1]
+        ):
+            st[_BAD] = s + 1
+    return waited
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def task_begins(halos, stamps, t, i) -> None:
     """Stamp task ``t`` (local partition ``i``) and make its halo copies (see the module)."""
+    st = halos[STATE]
+    news = st[_EXPECT]
+    if news != 0:  # the messages it takes pieces of first: their wait is not its time
+        waited = _hear(halos, i, news)
+        if waited:
+            st[_RAN + 2 * st[_N] + t] = waited
+            st[_WAITS] += 1
     start = now_ns()
     stamps[t] = start
-    st, tb = halos[STATE], halos[TABLES]
+    tb = halos[TABLES]
     if st[_LAST] >= 0:
         _pack(halos, st[_LAST])
     data = halos[DATA]
@@ -285,8 +378,14 @@ def batch_ends(halos, stamps, n) -> None:
     if news != 0:
         st[_NEWS] = 0
         outbox, tb = halos[OUTBOX], halos[TABLES]
+        lo = tb[NEWS_AT]
         sent = wall_ns()
-        for e in range(tb[NEWS_AT], tb[NEWS_AT + 1]):
-            put_word(outbox, tb[e] + SENT * 8, sent)
-            publish(outbox, tb[e] + NEWS * 8, news)
+        for e in range(lo + 2, tb[NEWS_AT + 1]):
+            head = tb[e]
+            put_word(outbox, head + STEP * 8, step_of(news))
+            put_word(outbox, head + PHASE * 8, tb[lo])
+            put_word(outbox, head + KIND * 8, tb[lo + 1])
+            put_word(outbox, head + SENT * 8, sent)
+            put_word(outbox, head + ITEMS * 8, 0)
+            publish(outbox, head + NEWS * 8, news)
     stamps[n] = now_ns()

@@ -238,7 +238,7 @@ class RankRunner:
         self.goes_on: Callable[..., bool | None] = lambda step, block=True: False
         #: ``poke()``: lets the ranks' agreement of the step's end progress (MPI advances a
         #: non-blocking collective only inside MPI calls, and node neighbours' halos make
-        #: none): at a step's start, so that it is done where its last phase asks.
+        #: none): at each phase's start, so that it is done where the last phase asks.
         self.poke: Callable[[], object] = lambda: None
         self.place(program, node_of, blocks, start_step)
 
@@ -438,7 +438,7 @@ class RankRunner:
             reduce_seconds=tally.reduce_seconds,
             reductions=tally.reductions,
             halo_seconds=tally.halo_seconds,
-            wait_seconds=tally.wait_seconds,
+            wait_seconds=tally.wait_seconds + record.waited(),
             serial=None,
             copied_bytes=tally.copied_bytes,
             started=self.clock.t0,
@@ -455,8 +455,7 @@ class RankRunner:
         """Phase ``k`` of ``step`` on this rank: its exchanges, tasks, reduction and
         migration."""
         plan, halos, fusion = self.plan, self.halos, self.fusion
-        if k == 0:
-            self.poke()
+        self.poke()
         if phase.graph is not None:
             halos.graph_round(step, k, phase)
         arrivals = halos.send(step, k, phase, time.perf_counter() - self.clock.t0)
@@ -482,6 +481,8 @@ class RankRunner:
             else:
                 then = functools.partial(self._packed, step, k, nxt)
         self.dispatch.run(task, ready, arrivals, ctx, batched, then, news)
+        if k in fusion.hears:
+            halos.heard(step, k)
         self.watch.check()
         if phase.reduce is not None:
             values = self.slots.batch_values.tolist() if batched else self.slots.values

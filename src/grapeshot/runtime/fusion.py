@@ -6,7 +6,9 @@ messages but copies no halo itself, and each task copies its own halos right bef
 it holds *prepacks*: each task packs its part of the next phase's messages right after its
 kernel, and where those messages all go to node neighbours and the next phase is fused too,
 the phase *tells*: its last call writes their news (:mod:`grapeshot.model.news`), and they
-leave with no Python between the last task and the neighbour. With threads, tasks of one phase
+leave with no Python between the last task and the neighbour. A fused phase whose messages all
+come from node neighbours *hears*: its tasks wait for the messages they take pieces of
+themselves, and the phase is one call. With threads, tasks of one phase
 run at once and would race on their neighbours' cells: nothing is fused. Planned once, from
 the rank's plan and its mailboxes.
 """
@@ -17,11 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grapeshot.model.task_halos import make_halos, new_state, other_round, state
+from grapeshot.model.task_halos import (
+    PIECE_AT,
+    StateViews,
+    make_halos,
+    new_state,
+    other_round,
+    state,
+)
 from grapeshot.runtime.halo_plan import MessagePieces, fused_halos, pack_pieces, shifted_halos
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.rank_plan import RankPlan
-from grapeshot.runtime.wire import HEADER
+from grapeshot.runtime.wire import HALO, HEADER
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,6 +50,11 @@ class Fusion:
     tells
         The prepacking phases whose last call sends those messages itself (the runner sets
         :attr:`news` before that call).
+    hears
+        ``{fused phase: (its tasks' order, its sources)}`` for the phases whose tasks wait
+        for their messages themselves (the runner sets ``views.expect``): positions of the
+        partitions needing no message first, then the others; the source ranks in the order
+        of the ``PIECE_SRC`` numbers.
     ran
         int ``(L,)``: per local partition, whether its task began in this round of a fused
         phase (the runner zeroes it before each round).
@@ -50,30 +64,36 @@ class Fusion:
         int ``(1,)``: scratch of the packing tasks.
     news
         int ``(1,)``: the news the next call of a telling phase writes (0: none).
-
-    The four are views of the one ``STATE`` array every row with copies shares
-    (:mod:`grapeshot.model.task_halos`).
+    views
+        Every view of the one ``STATE`` array every row with copies shares, ``ran``,
+        ``halo_ns``, ``last`` and ``news`` among them
+        (:class:`~grapeshot.model.task_halos.StateViews`).
     """
 
     halos: dict[int, tuple[tuple, tuple]]
     fused: frozenset[int]
     prepacks: dict[int, int]
     tells: frozenset[int]
+    hears: dict[int, tuple[np.ndarray, list[int]]]
     ran: np.ndarray
     halo_ns: np.ndarray
     last: np.ndarray
     news: np.ndarray
+    views: StateViews
 
     @classmethod
     def build(cls, plan: RankPlan, mail: Mailboxes, threads: int) -> Fusion:
         """Plan the fused copies of ``plan``'s batched phases with ``threads`` threads."""
         n = len(plan.local)
-        shared = new_state(n, timed=True)  # every row with copies writes this one
-        last, news, ran, halo_ns = state(shared)
         built = _Built(plan)
         copies = {k: _copies(plan, mail, k, built) if threads == 1 else (None, None)
                   for k in plan.batched}  # fmt: skip
         fused = frozenset(k for k, (own, _) in copies.items() if own is not None)
+        hearing = {k: _hearing(k, copies[k][0], mail.in_starts[k]) for k in fused
+                   if plan.all_batched and set(mail.in_starts[k]) <= mail.shared_peers}  # fmt: skip
+        # Every row with copies writes this one state.
+        shared = new_state(n, True, max((len(h[1]) for h in hearing.values()), default=0))
+        views = state(shared)
         n_phases = len(plan.program.phases)
         prepacks = {k: (k + 1) % n_phases for k, (_, packs) in copies.items() if packs is not None}
         tells = frozenset(
@@ -89,13 +109,14 @@ class Fusion:
             if k in tells:  # round n of phase k tells round n of a later phase, else n + 1's
                 nxt = prepacks[k]
                 parities = (0, 1) if nxt > k else (1, 0)
-                heads = [np.array(list(mail.outgoing_starts(nxt, p).values()), dtype=np.int64)
-                         for p in parities]  # fmt: skip
+                heads = [np.array([nxt, HALO, *mail.outgoing_starts(nxt, p).values()],
+                                  dtype=np.int64) for p in parities]  # fmt: skip
             some = own is not None or packs is not None
             even = make_halos(
                 n,
                 data=plan.arena.shared if some else None,
                 own=own,
+                hearing=hearing[k][0] if k in hearing else None,
                 inbox=None if own is None else mail.inbox(k, 0).view(np.float64),
                 packs=None if packs is None else packs[0],
                 outbox=None if packs is None else mail.space.view(np.float64),
@@ -110,7 +131,12 @@ class Fusion:
                 None if heads is None else heads[1],
             )
             halos[k] = (even, odd)
-        return cls(halos, fused, prepacks, tells, ran, halo_ns, last, news)
+        unfed = np.asarray(plan.unfed, dtype=np.int64)
+        fed = np.setdiff1d(np.arange(n, dtype=np.int64), unfed)
+        order = np.concatenate([unfed, fed])
+        hears = {k: (order, sources) for k, (_, sources) in hearing.items()}
+        return cls(halos, fused, prepacks, tells, hears, views.ran, views.halo_ns, views.last,
+                   views.news, views)  # fmt: skip
 
     def packing(self, k: int, parity: int) -> tuple | None:
         """The ``halos`` tuple whose packing fills grid exchange ``k``'s messages of round
@@ -173,6 +199,20 @@ class _Built:
         pieces = pack_pieces(plan.links, plan.arena, grid)
         self.packs.append((names, width, pieces))
         return pieces
+
+
+def _hearing(
+    k: int, own: tuple, starts: dict[int, int]
+) -> tuple[tuple[np.ndarray, np.ndarray], list[int]]:
+    """``(PIECE_SRC, SRC_AT)`` of fused exchange ``k`` (:mod:`grapeshot.model.task_halos`):
+    which message each piece of ``own`` (its :data:`OWN_COPIES` tables) comes from, and the
+    messages' round and where each one's header lies in the inbox (``starts``, ``{source:
+    byte offset}``); and the source ranks in the order of those numbers."""
+    sources = sorted(starts, key=starts.__getitem__)
+    at = np.array([starts[r] for r in sources], dtype=np.int64)
+    piece_at = np.asarray(own[PIECE_AT], dtype=np.int64) * 8  # words into bytes
+    piece_src = np.searchsorted(at, piece_at, side="right").astype(np.int64) - 1
+    return (piece_src, np.concatenate([[k, HALO], at]).astype(np.int64)), sources
 
 
 def _copies(

@@ -30,7 +30,15 @@ from grapeshot.runtime.results import Tally
 from grapeshot.runtime.tasks import PartSlots
 from grapeshot.runtime.timeline import RunClock
 from grapeshot.runtime.watch import Watch
-from grapeshot.runtime.wire import GRAPH, HALO, decode_items, encode_items, payload, write_header
+from grapeshot.runtime.wire import (
+    GRAPH,
+    HALO,
+    decode_items,
+    encode_items,
+    payload,
+    read_header,
+    write_header,
+)
 
 
 class Halos:
@@ -91,6 +99,16 @@ class Halos:
         }
         #: Every local position: the ready tasks of a phase without an exchange.
         self.everyone = np.arange(len(plan.local), dtype=np.int64)
+        #: ``{telling phase's next phase: (messages, bytes)}`` of one round (Fusion.tells).
+        self.told = {}
+        for j in fusion.tells:
+            k = fusion.prepacks[j]
+            sizes = [mail.outgoing(k, 0, r).nbytes for r in plan.plans[k].send_sizes]
+            self.told[k] = (len(sizes), sum(sizes))
+        #: ``{hearing phase: bytes of each source's message}`` (Fusion.hears) and their sum.
+        self.heard_bytes = {k: [mail.received(k, 0, r).nbytes for r in sources]
+                            for k, (_, sources) in fusion.hears.items()}  # fmt: skip
+        self.heard_total = {k: sum(sizes) for k, sizes in self.heard_bytes.items()}
 
     # -- a phase's halo round ----------------------------------------------------------------
 
@@ -100,27 +118,69 @@ class Halos:
 
         ``start`` is the phase's start, seconds since the run's ``t0``.
         """
-        plan = self.plan
+        plan, fusion = self.plan, self.fusion
         exchange = phase.exchange
         pending: list[int] = []
+        need, first = None, self.everyone
         if exchange is not None:
             t = time.perf_counter()
             if k in plan.plans:
-                self.messenger.post_grid_receives(step, k)
+                hears = fusion.hears.get(k)
+                if hears is None:
+                    self.messenger.post_grid_receives(step, k)
                 if k in self.sent:
                     self.sent.discard(k)
                 else:
                     self.send_grid(step, k)
-                if k in self.fusion.fused:
-                    self.fusion.ran[:] = 0
+                if k in fusion.fused:
+                    fusion.ran[:] = 0
+                if hears is not None:  # the tasks wait for their messages themselves
+                    fusion.views.expect[0] = news_of(step)
+                    fusion.views.heard[:] = 0  # (the numbers are this phase's sources)
+                    self.watch.waiting_for = (
+                        f"step {step} phase {k}: halos from ranks {plan.sources}"
+                    )
+                    self.tally.halo_seconds += time.perf_counter() - t
+                    return HaloRound(self, step, k, None, [], start, hears[0])
             else:
                 self.send_custom(step, k, exchange)
             self.tally.halo_seconds += time.perf_counter() - t
-            need = plan.need_template.copy()
+            need, first = plan.need_template.copy(), plan.unfed
             pending = list(plan.sources)
-        else:
-            need = None
-        return HaloRound(self, step, k, need, pending, start)
+        return HaloRound(self, step, k, need, pending, start, first)
+
+    def heard(self, step: int, k: int) -> None:
+        """After a phase whose tasks waited for their messages themselves
+        (:attr:`Fusion.hears <grapeshot.runtime.fusion.Fusion.hears>`): refuse a message of
+        another round, log each one's time on the way (the tasks' waits are in their rows:
+        :class:`~grapeshot.runtime.timeline.TaskRows`)."""
+        views, tally = self.fusion.views, self.tally
+        views.expect[0] = 0
+        sources = self.fusion.hears[k][1]
+        if views.bad[0]:
+            source = sources[int(views.bad[0]) - 1]
+            views.bad[0] = 0
+            got = read_header(self.mail.received(k, self.messenger.parity(step), source)).round
+            raise RuntimeError(
+                f"grid message from rank {source} is of round {got}, expected "
+                f"{(step, k, HALO)}: the ranks' plans disagree"
+            )
+        sizes, log = self.heard_bytes[k], tally.message_log
+        for source, nbytes, latency in zip(sources, sizes, views.latency_ns.tolist(), strict=False):
+            log.append((source, nbytes, latency * 1e-9))
+        tally.copied_bytes += self.heard_total[k]
+        self.watch.progress_at = time.perf_counter()
+
+    def tell_ahead(self, step: int, k: int) -> int:
+        """Count grid exchange ``k``'s messages of ``step`` as sent: all to node neighbours,
+        packed by the phase about to run, whose last call writes their headers and sends them
+        (:attr:`Fusion.tells <grapeshot.runtime.fusion.Fusion.tells>`); the news it writes."""
+        n, nbytes = self.told[k]
+        self.messenger.count_grid(nbytes, n)
+        self.tally.copied_bytes += self.local_bytes[k]
+        self.rounds[k] += 1
+        self.sent.add(k)
+        return news_of(step)
 
     def send_grid(self, step: int, k: int) -> None:
         """Pack grid exchange ``k``'s messages into the mailboxes (unless the phase before's
@@ -170,23 +230,6 @@ class Halos:
         self.send_grid(step, k)
         self.sent.add(k)
         self.tally.halo_seconds += time.perf_counter() - t
-
-    def tell_ahead(self, step: int, k: int) -> int:
-        """Write the headers of grid exchange ``k``'s messages of ``step`` (all to node
-        neighbours, packed by the phase about to run, whose last call sends them: the
-        :attr:`Fusion.tells <grapeshot.runtime.fusion.Fusion.tells>`), count them as sent,
-        and return the news that call writes."""
-        t = time.perf_counter()
-        parity, mail, messenger = self.messenger.parity(step), self.mail, self.messenger
-        for r in self.plan.plans[k].send_sizes:
-            raw = mail.outgoing(k, parity, r)
-            write_header(raw, step, k, HALO)  # (its send time and news: the call's)
-            messenger.count_grid(raw)
-        self.tally.copied_bytes += self.local_bytes[k]
-        self.rounds[k] += 1
-        self.sent.add(k)
-        self.tally.halo_seconds += time.perf_counter() - t
-        return news_of(step)
 
     def outbox_free(self, k: int) -> None:
         """Wait until the last round's messages of grid exchange ``k`` have left."""
@@ -334,7 +377,7 @@ class HaloRound:
         The phase's start, seconds since the run's ``t0``.
     """
 
-    __slots__ = ("grid", "halos", "k", "need", "pending", "start", "step")
+    __slots__ = ("first", "grid", "halos", "k", "need", "pending", "start", "step")
 
     def __init__(
         self,
@@ -344,6 +387,7 @@ class HaloRound:
         need: np.ndarray | None,
         pending: list[int],
         start: float,
+        first: np.ndarray,
     ) -> None:
         self.halos = halos
         self.step = step
@@ -351,14 +395,14 @@ class HaloRound:
         self.need = need
         self.pending = pending
         self.start = start
+        self.first = first
         self.grid = k in halos.plan.plans
 
     def ready(self) -> np.ndarray:
-        """Positions of the local partitions with every halo at hand before any message of
-        the round has arrived, ascending (planned: the phase's first tasks)."""
-        if self.need is None:  # no exchange: every partition
-            return self.halos.everyone
-        return self.halos.plan.unfed
+        """Positions of the local partitions whose tasks run before any message of the round
+        has arrived (planned: those with every halo at hand, ascending; every partition where
+        the tasks wait for their messages themselves, those needing none first)."""
+        return self.first
 
     def next(self, block: bool = True) -> tuple[np.ndarray, float] | None:
         """Wait for the next halo message of this round; the tasks it makes ready, and the

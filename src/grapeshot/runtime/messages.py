@@ -139,7 +139,7 @@ class Messenger:
         (its header written and stamped) to ``dest``: to a node neighbour, whose inbox holds
         it already, only its news. An MPI send's request of this parity was done before
         (:meth:`outbox_free` waits for each round's sends before the next round packs)."""
-        self.count_grid(raw)
+        self.count_grid(raw.nbytes)
         if dest in self.mail.shared_peers:
             publish(raw, NEWS * 8, news_of(step))
             return
@@ -151,12 +151,13 @@ class Messenger:
         request.Start()
         self.grid_sends[(k, dest)] = (request, raw)
 
-    def count_grid(self, raw: np.ndarray) -> None:
-        """Count grid message ``raw`` as sent (and copied: its gather, or its tasks' packing)."""
+    def count_grid(self, nbytes: int, n: int = 1) -> None:
+        """Count ``n`` grid messages of ``nbytes`` bytes in all as sent (and copied: their
+        gather, or their tasks' packing)."""
         tally = self.tally
-        tally.bytes_sent += raw.nbytes
-        tally.messages += 1
-        tally.copied_bytes += raw.nbytes
+        tally.bytes_sent += nbytes
+        tally.messages += n
+        tally.copied_bytes += nbytes
 
     def grid_arrival(self, step: int, k: int, block: bool = True) -> tuple[int, np.ndarray] | None:
         """Wait for the next message of grid exchange ``k``; its source and its bytes

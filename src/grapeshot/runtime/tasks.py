@@ -184,6 +184,7 @@ class PhaseTasks:
         fused = k in fusion.fused
         timed = fused or k in fusion.prepacks  # the tasks make copies: keep their share
         ran, halo_ns, news_word = fusion.ran, fusion.halo_ns, fusion.news
+        waits, wait_ns = fusion.views.waits, fusion.views.wait_ns
         params = [None, None]  # (context, its params): one step's calls share them
         clock, watch, parity, gil = self.clock, self.watch, self.parity, self.gil
         perf_counter = time.perf_counter
@@ -238,6 +239,10 @@ class PhaseTasks:
                 row = (local[positions], step, k, thread, stamps, offset, waited)
                 if timed:
                     row = (*row, halo_ns[: positions.size].copy())
+                if waits[0]:  # tasks waited for messages before they began: no task's time
+                    row = (*row, wait_ns[: positions.size].copy())
+                    wait_ns[: positions.size] = 0
+                    waits[0] = 0
                 rows.append(row)
 
         def warm() -> None:

@@ -89,7 +89,12 @@ class TaskRecord:
                     stamps = row[4]
                     parts.append(row[0])
                     starts.append(stamps[:-1])
-                    ends.append(stamps[1:])
+                    if len(row) > 8:  # a task that waited before it began ends the one before
+                        end = stamps[1:].copy()
+                        end[:-1] -= row[8][1:]
+                        ends.append(end)
+                    else:
+                        ends.append(stamps[1:])
                     if len(row) > 7:
                         halos.append((total, row[7]))
                     scalars.append((row[1], row[2], row[3], row[6], share, 1e-9, row[5]))
@@ -166,6 +171,16 @@ class TaskRows:
             self._sums = self._summed()
         return self._sums
 
+    def waited(self) -> float:
+        """Seconds the tasks of batched calls waited for messages before they began
+        (:attr:`Fusion.hears <grapeshot.runtime.fusion.Fusion.hears>`)."""
+        return sum(
+            int(row[8].sum()) * 1e-9
+            for clock in self._clocks
+            for row in clock.rows
+            if isinstance(row[0], np.ndarray) and len(row) > 8
+        )
+
     def _summed(self) -> tuple[float, float, float]:
         if self._record is not None:
             t = self._record.arrays()
@@ -185,6 +200,8 @@ class TaskRows:
                 if isinstance(row[0], np.ndarray):
                     stamps = row[4]
                     wall = (int(stamps[-1]) - int(stamps[0])) * 1e-9
+                    if len(row) > 8:  # the waits between its tasks
+                        wall -= int(row[8][1:].sum()) * 1e-9
                     if len(row) > 7 and row[7].size:
                         copies.append(row[7])
                         copy_shares.append(share)
@@ -216,10 +233,11 @@ class ThreadClock:
     rows
         ``(part, step, phase, thread, start, end, wait)`` per task, times in seconds since
         :attr:`RunClock.t0`; or per batch of tasks ``(parts, step, phase, thread, stamps,
-        offset, wait[, halo])``: int arrays ``parts (n,)``, ``stamps (n + 1,)`` (the
+        offset, wait[, halo[, waits]])``: int arrays ``parts (n,)``, ``stamps (n + 1,)`` (the
         ``CLOCK_MONOTONIC`` nanoseconds each task began at, then the batch's end),
-        ``offset`` (:attr:`RunClock.stamp_offset`) and ``halo (n,)``: the nanoseconds each
-        task spent in its own halo copies.
+        ``offset`` (:attr:`RunClock.stamp_offset`), ``halo (n,)``: the nanoseconds each
+        task spent in its own halo copies, and ``waits (n,)``: those each task waited for
+        messages before it began (the task before it ended where the wait began).
     shares
         Per row, the share of a core its burst had (CPU over wall seconds, at most 1), filled
         in when the burst ends: a task's CPU seconds are its wall seconds times it.

@@ -25,12 +25,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from grapeshot.model.news import HEADER, NEWS
+from grapeshot.model.news import HEADER, NEWS, SENT
 
 HALO, MIGRANTS, GRAPH = 1, 2, 3
 ITEM = 8  # part, slot, dtype char, ndim, shape[4]
 _MAX_NDIM = 4
-#: The header's words before the news, native int64 as numpy's ``view(np.int64)`` reads them.
+#: The header's words before the news (grapeshot.model.news: step, phase, kind, send time,
+#: number of items), native int64 as numpy's ``view(np.int64)`` reads them.
 _WORDS = struct.Struct(f"={NEWS}q")
 _SENT = struct.Struct("=q")
 
@@ -60,7 +61,7 @@ def new_message(step: int, phase: int, kind: int, n_items: int, payload_bytes: i
 
 def stamp(raw: np.ndarray) -> None:
     """Write the send time (``time.time_ns``) into the header, just before sending."""
-    _SENT.pack_into(raw, 24, time.time_ns())
+    _SENT.pack_into(raw, SENT * 8, time.time_ns())
 
 
 def write_header(raw: np.ndarray, step: int, phase: int, kind: int) -> None:
