@@ -13,7 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from grapeshot.compiled_cache import refresh
+from grapeshot.compiled_cache import refresh, refresh_user, sources_digest
+from grapeshot.model.user_code import load_object
 
 
 def _touch_later(path: Path, text: str) -> None:
@@ -227,3 +228,55 @@ def test_a_stamp_of_the_old_naming_clears_every_cache(tmp_path: Path) -> None:
     old["stat"] = "as written by the scheme before"
     stamp.write_text(json.dumps(old))
     assert refresh(pkg, stamp) == 1 and not cache.exists()
+
+
+def _user_file(folder: Path, body: str) -> Path:
+    path = folder / "mine.py"
+    path.write_text(textwrap.dedent(body))
+    cache = folder / "__pycache__"
+    cache.mkdir()
+    for name in ("mine.run-3.py311.nbi", "mine.run-3.py311.1.nbc"):
+        (cache / name).write_bytes(b"old machine code")
+    return path
+
+
+BATCH = textwrap.dedent("""
+    from numba import njit
+    from grapeshot.model.task_halos import task_begins
+
+    @njit(cache=True)
+    def run(halos, stamps):
+        task_begins(halos, stamps, 0, 0)
+""")
+
+
+def test_a_user_files_cache_goes_until_it_is_marked_with_the_grapeshot_it_calls(
+    tmp_path: Path,
+) -> None:
+    """A cached batch of the user's links grapeshot's task_begins into its machine code:
+    unmarked (or marked by another grapeshot) it goes; marked by this one it stays."""
+    path = _user_file(tmp_path, BATCH)
+    cache = tmp_path / "__pycache__"
+    assert refresh_user(path) == 2  # no marker: made by an unknown grapeshot
+    marker = cache / "mine.grapeshot"
+    assert marker.read_text() == sources_digest({"grapeshot.model.task_halos"})
+    (cache / "mine.run-3.py311.nbi").write_bytes(b"new")  # what numba writes next
+    assert refresh_user(path) == 0 and (cache / "mine.run-3.py311.nbi").exists()
+    marker.write_text("the digest of an older grapeshot")
+    assert refresh_user(path) == 1 and not (cache / "mine.run-3.py311.nbi").exists()
+
+
+def test_a_file_that_calls_no_grapeshot_code_keeps_its_cache(tmp_path: Path) -> None:
+    path = _user_file(tmp_path, "from numba import njit\nimport numpy as np\n")
+    assert refresh_user(path) == 0
+    assert len(list((tmp_path / "__pycache__").iterdir())) == 2
+
+
+def test_loading_a_users_program_refreshes_its_cache_first(tmp_path: Path) -> None:
+    path = _user_file(tmp_path, BATCH + "\n\ndef make():\n    return run\n")
+    found, _ = load_object(
+        f"{path}:make", option="--app", expected="FILE.py:NAME", kind=callable, wanted="{name}"
+    )
+    assert found() is not None
+    assert (tmp_path / "__pycache__" / "mine.grapeshot").exists()
+    assert not list((tmp_path / "__pycache__").glob("*.nbc"))

@@ -20,6 +20,10 @@ loads. It compares the package's sources with a stamp written the last time:
   compile again at their first call, once. Editing the simulator leaves the apps' compiled
   kernels alone; editing a module of constants a kernel reads does not.
 
+A user's file (``--app``'s, and the modules of a test suite) is outside the package; where its
+compiled functions call grapeshot's, :func:`refresh_user` clears its cache by the same rule
+before it is imported, from a marker beside the cache.
+
 The runtime's generated batches (:mod:`grapeshot.runtime.plain_batch`: small modules written
 into :func:`cache_dir`, compiled with numba's cache) follow the same rule. Each one's name
 carries :func:`sources_digest` of the grapeshot modules it imports (and of what those import),
@@ -227,15 +231,7 @@ def _cache_dirs(source: Path) -> list[Path]:
 
 def _clear(stale: list[Path]) -> int:
     """Delete the cached functions of the files ``stale``; how many cache files went."""
-    n = 0
-    for source in stale:
-        for folder in _cache_dirs(source):
-            for pattern in (f"{source.stem}.*.nbi", f"{source.stem}.*.nbc"):
-                for f in folder.glob(pattern):
-                    with contextlib.suppress(FileNotFoundError):
-                        f.unlink()
-                        n += 1
-    return n
+    return sum(_clear_in(folder, source.stem) for source in stale for folder in _cache_dirs(source))
 
 
 def _clear_batches(folder: Path, stale: set[str] | None, package: str) -> int:
@@ -328,6 +324,62 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP, batches: Path | None = No
             return deleted
     except OSError:  # a read-only install: numba cannot write a cache there either
         return 0
+
+
+def refresh_user(source: Path) -> int:
+    """Clear numba's cache of a file outside grapeshot whose compiled functions call
+    grapeshot's (a user's batch calling :func:`grapeshot.model.task_halos.task_begins`, a
+    kernel reading the clock) where the grapeshot modules it imports changed since that cache
+    was written; how many cache files went.
+
+    numba links the code of the functions a function calls into its cached machine code and
+    checks only the function's own file: after grapeshot changes, the user's cache would run
+    the old grapeshot code (old layouts of the runtime's arrays: wrong results, a corrupted
+    heap). A marker beside the cache, ``<stem>.grapeshot``, holds :func:`sources_digest` of
+    the grapeshot modules the file imports (and of what they import) when its cache was made;
+    a cache without the marker, or with another digest, goes. A file that does not import
+    both numba and grapeshot is left alone, and so is what cannot be written.
+    """
+    try:
+        text = source.read_bytes()
+    except OSError:
+        return 0
+    if b"numba" not in text or b"grapeshot" not in text:
+        return 0
+    used = _imports(text, _import_lines(PACKAGE.name))
+    if not used:
+        return 0
+    digest = sources_digest(used)
+    deleted = 0
+    for i, folder in enumerate(_cache_dirs(source)):
+        marker = folder / f"{source.stem}.grapeshot"
+        try:
+            if marker.read_text() == digest:
+                continue
+        except OSError:
+            pass
+        if not folder.is_dir() and i > 0:  # numba's other folders: only where it wrote
+            continue
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            deleted += _clear_in(folder, source.stem)
+            from grapeshot.model.atomic import write_text_atomic  # rarely: not every import
+
+            write_text_atomic(marker, digest)
+        except OSError:  # read-only: numba cannot cache there either
+            continue
+    return deleted
+
+
+def _clear_in(folder: Path, stem: str) -> int:
+    """Delete the cached functions of the file ``stem`` in ``folder``; how many went."""
+    n = 0
+    for pattern in (f"{stem}.*.nbi", f"{stem}.*.nbc"):
+        for f in folder.glob(pattern):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+                n += 1
+    return n
 
 
 def _offset_counter(module: ModuleType) -> None:
