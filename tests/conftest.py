@@ -141,19 +141,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )  # fmt: skip
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Before any test module loads (once, not in xdist's workers): the tests' own cached
-    numba functions that call grapeshot's (batches calling ``task_begins``) go where the
-    grapeshot they were compiled against changed (:func:`grapeshot.compiled_cache.refresh_user`;
-    grapeshot's own are refreshed when it is imported)."""
-    if hasattr(config, "workerinput"):
-        return
-    from grapeshot.compiled_cache import refresh_user
-
-    for path in sorted((ROOT / "tests").rglob("*.py")):
-        refresh_user(path)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that starts a process (``process``) or MPI ranks (``mpi``), and the
     ones :data:`SLOW_LIST` names (``slow``)."""

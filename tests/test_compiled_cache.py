@@ -7,14 +7,15 @@ a package's numba files when any of them changed, and only then.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from grapeshot.compiled_cache import refresh, refresh_user, sources_digest
-from grapeshot.model.user_code import load_object
+from grapeshot import compiled_cache
+from grapeshot.compiled_cache import refresh, sources_digest
 
 
 def _touch_later(path: Path, text: str) -> None:
@@ -230,53 +231,53 @@ def test_a_stamp_of_the_old_naming_clears_every_cache(tmp_path: Path) -> None:
     assert refresh(pkg, stamp) == 1 and not cache.exists()
 
 
-def _user_file(folder: Path, body: str) -> Path:
-    path = folder / "mine.py"
-    path.write_text(textwrap.dedent(body))
-    cache = folder / "__pycache__"
-    cache.mkdir()
-    for name in ("mine.run-3.py311.nbi", "mine.run-3.py311.1.nbc"):
-        (cache / name).write_bytes(b"old machine code")
-    return path
-
-
-BATCH = textwrap.dedent("""
+CLOCK_CALLER = textwrap.dedent("""
     from numba import njit
-    from grapeshot.model.task_halos import task_begins
+    from grapeshot.model.clock import now_ns
 
     @njit(cache=True)
-    def run(halos, stamps):
-        task_begins(halos, stamps, 0, 0)
+    def later(n):
+        return now_ns() + n
 """)
 
 
-def test_a_user_files_cache_goes_until_it_is_marked_with_the_grapeshot_it_calls(
-    tmp_path: Path,
+def _import_file(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_cache_calling_grapeshot_goes_stale_when_the_grapeshot_it_calls_changes(
+    tmp_path: Path, monkeypatch
 ) -> None:
-    """A cached batch of the user's links grapeshot's task_begins into its machine code:
-    unmarked (or marked by another grapeshot) it goes; marked by this one it stays."""
-    path = _user_file(tmp_path, BATCH)
-    cache = tmp_path / "__pycache__"
-    assert refresh_user(path) == 2  # no marker: made by an unknown grapeshot
-    marker = cache / "mine.grapeshot"
-    assert marker.read_text() == sources_digest({"grapeshot.model.task_halos"})
-    (cache / "mine.run-3.py311.nbi").write_bytes(b"new")  # what numba writes next
-    assert refresh_user(path) == 0 and (cache / "mine.run-3.py311.nbi").exists()
-    marker.write_text("the digest of an older grapeshot")
-    assert refresh_user(path) == 1 and not (cache / "mine.run-3.py311.nbi").exists()
+    """numba keeps in a cache's index the source stamp of the file, and compiles afresh when
+    it differs: a file calling grapeshot's compiled functions (here the clock, linked into
+    its machine code) has the digest of those grapeshot modules in its stamp, so another
+    grapeshot misses the cache instead of running its old code through it."""
+    path = tmp_path / "caller.py"
+    path.write_text(CLOCK_CALLER)
+    first = _import_file(path, "caller_first").later
+    assert first(1) > 1
+    locator = first._cache._impl._locator
+    assert type(locator).__name__ == "GrapeshotCallerInTreeCacheLocator"
+    assert locator.get_source_stamp()[1] == sources_digest({"grapeshot.model.clock"})
+    assert list((tmp_path / "__pycache__").glob("caller.later-*.nbi"))
+    again = _import_file(path, "caller_again").later  # the same grapeshot: loaded
+    again(2)
+    assert again.stats.cache_hits and not again.stats.cache_misses
+    # Another grapeshot (its clock module edited): the cache is stale, compiled afresh.
+    monkeypatch.setattr(compiled_cache, "_caller_digest", lambda py_file: "another grapeshot")
+    changed = _import_file(path, "caller_changed").later
+    changed(3)
+    assert changed.stats.cache_misses and not changed.stats.cache_hits
 
 
-def test_a_file_that_calls_no_grapeshot_code_keeps_its_cache(tmp_path: Path) -> None:
-    path = _user_file(tmp_path, "from numba import njit\nimport numpy as np\n")
-    assert refresh_user(path) == 0
-    assert len(list((tmp_path / "__pycache__").iterdir())) == 2
-
-
-def test_loading_a_users_program_refreshes_its_cache_first(tmp_path: Path) -> None:
-    path = _user_file(tmp_path, BATCH + "\n\ndef make():\n    return run\n")
-    found, _ = load_object(
-        f"{path}:make", option="--app", expected="FILE.py:NAME", kind=callable, wanted="{name}"
-    )
-    assert found() is not None
-    assert (tmp_path / "__pycache__" / "mine.grapeshot").exists()
-    assert not list((tmp_path / "__pycache__").glob("*.nbc"))
+def test_a_file_calling_no_grapeshot_code_keeps_numbas_own_locator(tmp_path: Path) -> None:
+    path = tmp_path / "plain.py"
+    path.write_text("from numba import njit\n\n@njit(cache=True)\ndef f(x):\n    return x\n")
+    f = _import_file(path, "plain_module").f
+    assert f(1) == 1
+    assert type(f._cache._impl._locator).__name__ == "InTreeCacheLocator"
+    assert compiled_cache._caller_digest(str(path)) is None
+    assert compiled_cache._caller_digest(str(compiled_cache.PACKAGE / "model" / "clock.py")) is None

@@ -20,9 +20,14 @@ loads. It compares the package's sources with a stamp written the last time:
   compile again at their first call, once. Editing the simulator leaves the apps' compiled
   kernels alone; editing a module of constants a kernel reads does not.
 
-A user's file (``--app``'s, and the modules of a test suite) is outside the package; where its
-compiled functions call grapeshot's, :func:`refresh_user` clears its cache by the same rule
-before it is imported, from a marker beside the cache.
+A file outside the package (a user's program, its helpers, a test or benchmark module)
+whose cached functions call grapeshot's (a ``Batch`` calling
+:func:`~grapeshot.model.task_halos.task_begins`, a kernel reading the clock) has the same
+hazard, and no stamp of this package to compare with: there numba's cache locators are
+wrapped (:func:`stamp_callers`) so that such a file's *source stamp*, which numba keeps in
+the cache's index and compares before loading, holds :func:`sources_digest` of the grapeshot
+modules the file imports besides the file's own stamp. Changed grapeshot modules make the
+index stale, and numba compiles afresh (and overwrites it) as after an edit of the file.
 
 The runtime's generated batches (:mod:`grapeshot.runtime.plain_batch`: small modules written
 into :func:`cache_dir`, compiled with numba's cache) follow the same rule. Each one's name
@@ -229,6 +234,24 @@ def _cache_dirs(source: Path) -> list[Path]:
     return dirs
 
 
+def _clear_in(folder: Path, stem: str) -> int:
+    """Delete the cached functions of the file ``stem`` in ``folder``; how many went."""
+    n = 0
+    for pattern in (f"{stem}.*.nbi", f"{stem}.*.nbc"):
+        for f in folder.glob(pattern):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+                n += 1
+    return n
+
+
+def _offset_counter(module: ModuleType) -> None:
+    """Start ``module.FunctionIdentity``'s symbol counter at a random 48-bit offset (about
+    ``1e-9`` that two processes' first million symbols overlap)."""
+    start = int.from_bytes(os.urandom(6), "little") | 1 << 48
+    module.FunctionIdentity._unique_ids = itertools.count(start)
+
+
 def _clear(stale: list[Path]) -> int:
     """Delete the cached functions of the files ``stale``; how many cache files went."""
     return sum(_clear_in(folder, source.stem) for source in stale for folder in _cache_dirs(source))
@@ -326,97 +349,99 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP, batches: Path | None = No
         return 0
 
 
-def refresh_user(source: Path) -> int:
-    """Clear numba's cache of a file outside grapeshot whose compiled functions call
-    grapeshot's (a user's batch calling :func:`grapeshot.model.task_halos.task_begins`, a
-    kernel reading the clock) where the grapeshot modules it imports changed since that cache
-    was written; how many cache files went.
-
-    numba links the code of the functions a function calls into its cached machine code and
-    checks only the function's own file: after grapeshot changes, the user's cache would run
-    the old grapeshot code (old layouts of the runtime's arrays: wrong results, a corrupted
-    heap). A marker beside the cache, ``<stem>.grapeshot``, holds :func:`sources_digest` of
-    the grapeshot modules the file imports (and of what they import) when its cache was made;
-    a cache without the marker, or with another digest, goes. A file that does not import
-    both numba and grapeshot is left alone, and so is what cannot be written.
-    """
+@cache
+def _caller_digest(py_file: str) -> str | None:
+    """:func:`sources_digest` of the grapeshot modules the file ``py_file`` imports, if it
+    lies outside the package and imports some (``None`` otherwise)."""
+    path = Path(py_file)
     try:
-        text = source.read_bytes()
+        if path.resolve().is_relative_to(PACKAGE):
+            return None  # the package's own: refresh() keeps their caches in step
+        text = path.read_bytes()
     except OSError:
-        return 0
-    if b"numba" not in text or b"grapeshot" not in text:
-        return 0
+        return None
+    if PACKAGE.name.encode() not in text:
+        return None
     used = _imports(text, _import_lines(PACKAGE.name))
-    if not used:
-        return 0
-    digest = sources_digest(used)
-    deleted = 0
-    for i, folder in enumerate(_cache_dirs(source)):
-        marker = folder / f"{source.stem}.grapeshot"
-        try:
-            if marker.read_text() == digest:
-                continue
-        except OSError:
-            pass
-        if not folder.is_dir() and i > 0:  # numba's other folders: only where it wrote
-            continue
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            deleted += _clear_in(folder, source.stem)
-            from grapeshot.model.atomic import write_text_atomic  # rarely: not every import
-
-            write_text_atomic(marker, digest)
-        except OSError:  # read-only: numba cannot cache there either
-            continue
-    return deleted
+    return sources_digest(used) if used else None
 
 
-def _clear_in(folder: Path, stem: str) -> int:
-    """Delete the cached functions of the file ``stem`` in ``folder``; how many went."""
-    n = 0
-    for pattern in (f"{stem}.*.nbi", f"{stem}.*.nbc"):
-        for f in folder.glob(pattern):
-            with contextlib.suppress(FileNotFoundError):
-                f.unlink()
-                n += 1
-    return n
+def _stamp_callers(caching: ModuleType) -> None:
+    """Put before each of numba's source-file locators (``NUMBA_CACHE_DIR``'s, the source
+    tree's, the user-wide one) a variant that serves only the files calling grapeshot
+    (:func:`_caller_digest`) and adds the digest to their source stamp (see the module)."""
+
+    def keyed(base: type) -> type:
+        class Locator(base):  # type: ignore[valid-type, misc]
+            def get_source_stamp(self):
+                return (super().get_source_stamp(), _caller_digest(self._py_file))
+
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if _caller_digest(py_file) is None:
+                    return None
+                return super().from_function(py_func, py_file)
+
+        Locator.__name__ = Locator.__qualname__ = f"GrapeshotCaller{base.__name__}"
+        return Locator
+
+    if any(c.__name__.startswith("GrapeshotCaller") for c in caching.CacheImpl._locator_classes):
+        return  # done already in this process
+    classes: list[type] = []
+    for base in caching.CacheImpl._locator_classes:
+        if base.__name__ in _KEYED_LOCATORS:
+            classes.append(keyed(base))
+        classes.append(base)
+    caching.CacheImpl._locator_classes = classes
 
 
-def _offset_counter(module: ModuleType) -> None:
-    """Start ``module.FunctionIdentity``'s symbol counter at a random 48-bit offset (about
-    ``1e-9`` that two processes' first million symbols overlap)."""
-    start = int.from_bytes(os.urandom(6), "little") | 1 << 48
-    module.FunctionIdentity._unique_ids = itertools.count(start)
+#: numba's locators of functions defined in a source file (numba 0.68 names).
+_KEYED_LOCATORS = ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator")
+#: What to do to which numba module once it is imported (:class:`_OnImport`).
+_HOOKS = {_IDENTITY_MODULE: _offset_counter, "numba.core.caching": _stamp_callers}
 
 
 class _OnImport(importlib.abc.MetaPathFinder):
-    """Offsets the counter when numba's module defining it is first imported."""
+    """Runs :data:`_HOOKS`' function on each of its numba modules when first imported."""
+
+    def __init__(self, pending: set[str]) -> None:
+        self.pending = pending
 
     def find_spec(self, name, path, target=None):
-        if name != _IDENTITY_MODULE:
+        if name not in self.pending:
             return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
+        self.pending.discard(name)
+        if not self.pending:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:
             return spec
-        run = spec.loader.exec_module
+        run, hook = spec.loader.exec_module, _HOOKS[name]
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            _offset_counter(module)
+            hook(module)
 
         spec.loader.exec_module = exec_module  # this module's own loader instance
         return spec
 
 
 def distinct_symbols() -> None:
-    """Name this process's numba-compiled symbols apart from every other process's (see the
-    module's docstring): at once when numba is loaded, else when it is (numba is slow to
+    """Name this process's numba-compiled symbols apart from every other process's, and
+    stamp the caches of files calling grapeshot with the grapeshot they call (see the
+    module's docstring): at once where numba is loaded, else when it is (numba is slow to
     import; ``grapeshot --help`` does not need it)."""
+    pending = set()
     module = sys.modules.get(_IDENTITY_MODULE)
-    if module is not None:
-        if next(module.FunctionIdentity._unique_ids) < 1 << 48:
-            _offset_counter(module)
-    elif not any(isinstance(f, _OnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _OnImport())
+    if module is None:
+        pending.add(_IDENTITY_MODULE)
+    elif next(module.FunctionIdentity._unique_ids) < 1 << 48:
+        _offset_counter(module)
+    caching = sys.modules.get("numba.core.caching")
+    if caching is None:
+        pending.add("numba.core.caching")
+    else:
+        _stamp_callers(caching)
+    if pending and not any(isinstance(f, _OnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _OnImport(pending))

@@ -18,7 +18,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from grapeshot.compiled_cache import refresh_user
 from grapeshot.model.errors import InputError, exception_line
 
 
@@ -64,7 +63,6 @@ def _import_file(path: Path, spec: str) -> Any:
     name = _module_name(resolved)
     if name in sys.modules:
         return sys.modules[name]
-    refresh_user(resolved)  # its cached kernels, if they embed an older grapeshot's code
     found = importlib.util.spec_from_file_location(name, resolved)
     if found is None or found.loader is None:
         raise InputError(spec, f"cannot import {path}", "a Python file (.py)")
@@ -149,10 +147,6 @@ def _mangled(path: Path) -> str:
 
 def _import_module(name: str, spec: str) -> Any:
     try:
-        if name not in sys.modules and not name.startswith("grapeshot."):
-            found = importlib.util.find_spec(name)
-            if found is not None and found.origin and found.origin.endswith(".py"):
-                refresh_user(Path(found.origin))  # (as for a file: its cached kernels)
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and name.startswith(exc.name):
