@@ -5,7 +5,8 @@ import time
 import numpy as np
 from numba import njit
 
-from grapeshot.model.news import HEADER, NEWS, SENT, news_of, observed, publish, put_word, wall_ns
+from grapeshot.model.clock import wall_ns
+from grapeshot.model.news import HEADER, NEWS, SENT, news_of, observed, publish, put_word
 from grapeshot.runtime.wire import payload, read_header, write_header
 
 

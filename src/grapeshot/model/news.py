@@ -15,7 +15,8 @@ what any earlier round of the same slot wrote (steps only grow within a placemen
 word reads as this round's news.
 
 A header is :data:`HEADER` int64 words: step, phase, kind, send time (``CLOCK_REALTIME``
-nanoseconds, :func:`wall_ns`), number of items, news (:mod:`grapeshot.runtime.wire`).
+nanoseconds, :func:`grapeshot.model.clock.wall_ns`), number of items, news
+(:mod:`grapeshot.runtime.wire`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ from grapeshot.model.clock import now_ns
 #: Words of a message header, and each word's place in it.
 HEADER = 6
 STEP, PHASE, KIND, SENT, ITEMS, NEWS = range(HEADER)
-#: ``CLOCK_REALTIME`` on Linux: the system clock, shared by a node's ranks (and NTP-aligned
-#: across nodes), that a message's send time and its arrival are read on.
-_CLOCK_REALTIME = 0
 
 
 def _word_pointer(context, builder, array_type, array, offset):
@@ -46,18 +44,30 @@ def _contiguous(array) -> bool:
     return isinstance(array, types.Array) and array.ndim == 1 and array.layout == "C"
 
 
-@intrinsic
-def _store_release(typingctx, array, offset, value):
-    if not _contiguous(array) or not isinstance(offset, types.Integer):
-        return None
+def _storer(ordering: str | None):
+    """An intrinsic storing an int64 at a byte offset of an array, as an atomic store of
+    ``ordering`` (``None``: a plain store)."""
 
-    def codegen(context, builder, signature, args):
-        pointer = _word_pointer(context, builder, signature.args[0], args[0], args[1])
-        word = context.cast(builder, args[2], signature.args[2], types.int64)
-        builder.store_atomic(word, pointer, "release", 8)
-        return context.get_dummy_value()
+    @intrinsic
+    def store(typingctx, array, offset, value):
+        if not _contiguous(array) or not isinstance(offset, types.Integer):
+            return None
 
-    return types.none(array, offset, value), codegen
+        def codegen(context, builder, signature, args):
+            pointer = _word_pointer(context, builder, signature.args[0], args[0], args[1])
+            word = context.cast(builder, args[2], signature.args[2], types.int64)
+            if ordering is None:
+                builder.store(word, pointer)
+            else:
+                builder.store_atomic(word, pointer, ordering, 8)
+            return context.get_dummy_value()
+
+        return types.none(array, offset, value), codegen
+
+    return store
+
+
+_store_release, _store_word = _storer("release"), _storer(None)
 
 
 @intrinsic
@@ -81,35 +91,6 @@ def _load_word(typingctx, array, offset):
         return builder.load(_word_pointer(context, builder, signature.args[0], args[0], args[1]))
 
     return types.int64(array, offset), codegen
-
-
-@intrinsic
-def _store_word(typingctx, array, offset, value):
-    if not _contiguous(array) or not isinstance(offset, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        pointer = _word_pointer(context, builder, signature.args[0], args[0], args[1])
-        builder.store(context.cast(builder, args[2], signature.args[2], types.int64), pointer)
-        return context.get_dummy_value()
-
-    return types.none(array, offset, value), codegen
-
-
-@intrinsic
-def _realtime_ns(typingctx):
-    def codegen(context, builder, signature, args):
-        i64, i32 = ir.IntType(64), ir.IntType(32)
-        timespec = ir.LiteralStructType([i64, i64])
-        ts = cgutils.alloca_once(builder, timespec)
-        fnty = ir.FunctionType(i32, [i32, timespec.as_pointer()])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
-        builder.call(fn, [ir.Constant(i32, _CLOCK_REALTIME), ts])
-        sec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 0))
-        nsec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 1))
-        return builder.add(builder.mul(sec, ir.Constant(i64, 1_000_000_000)), nsec)
-
-    return types.int64(), codegen
 
 
 @intrinsic
@@ -161,12 +142,6 @@ def put_word(array, offset: int, value: int) -> None:
     """Store ``value`` as the int64 at byte ``offset`` of ``array`` (a float64 outbox takes
     a header's integer words this way)."""
     _store_word(array, offset, value)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def wall_ns() -> int:
-    """Nanoseconds of ``CLOCK_REALTIME`` (``time.time_ns()``), callable from numba."""
-    return _realtime_ns()
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -92,7 +92,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from grapeshot.model.clock import now_ns
+from grapeshot.model.clock import now_ns, wall_ns
 from grapeshot.model.news import (
     ITEMS,
     KIND,
@@ -105,7 +105,6 @@ from grapeshot.model.news import (
     publish,
     put_word,
     step_of,
-    wall_ns,
     yield_core,
 )
 
