@@ -475,7 +475,7 @@ class RankRunner:
             halos.outbox_free(nxt)
             ahead = step if nxt > k else step + 1
             # Where the phase tells and the run surely goes on, its last call sends them
-            # (their headers written now); else they leave from here once it is done.
+            # (compiled, headers and all); else they leave from here once it is done.
             if k in fusion.tells and (nxt > k or self.goes_on(ahead, block=False)):
                 news = halos.tell_ahead(ahead, nxt)
             else:
