@@ -172,14 +172,18 @@ def run_mpi(
     work: float = 0.0,
     timeout: float | None = None,
     check: bool = True,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``mpiexec -n N python ARGS`` from the repository root, within :func:`deadline`.
 
     ``work`` is what the ranks compute beyond start-up and ``--steps``, in seconds on an idle
-    core (see :func:`deadline`); ``timeout``, if given, is a floor under the deadline. A run
-    past its deadline fails the test with the ranks' output (:func:`run_ranks`).
+    core (see :func:`deadline`); ``timeout``, if given, is a floor under the deadline; ``env``,
+    variables set for the ranks besides. A run past its deadline fails the test with the
+    ranks' output (:func:`run_ranks`).
     """
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **(env or {})
+    )
     cmd = [mpiexec(), "-n", str(n), sys.executable, *args]
     limit = max(deadline(n, args, work=work), timeout or 0.0)
     proc = run_ranks(cmd, limit, env=env, cwd=ROOT)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 
 from mpi4py import MPI
 
@@ -44,9 +45,12 @@ def configurations(app: str) -> list[tuple[int, bool]]:
     return [(2, False), *([(1, True), (1, False)] if app in FUSED else [])]
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
+    """Every case (or those of the apps ``only`` names) in each of its configurations."""
     comm = MPI.COMM_WORLD
     for app, scene, parts, cells in CASES:
+        if only and app not in only:
+            continue
         for threads, shm in configurations(app):
             for strategy, migrate in itertools.product(
                 ("geometric", "birdshot"), (None, STEPS // 2)
@@ -84,4 +88,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

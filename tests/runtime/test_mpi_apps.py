@@ -1,5 +1,6 @@
 """SPH, shallow water and wavefront on 1, 2 and 4 ranks equal the serial executor, bit for bit,
-for geometric and Birdshot placements, with and without a migration in the middle."""
+for geometric and Birdshot placements, with and without a migration in the middle; and on
+two emulated nodes, where node neighbours' messages and MPI ones meet in one phase."""
 
 from __future__ import annotations
 
@@ -38,3 +39,28 @@ def test_apps_on_ranks_equal_serial(ranks, serial_digests) -> None:
     moved = [row["bytes_migrated"] for row in rows if row["migrate"] is not None]
     # On several ranks the mid-run rebalance really moved partitions (and lost nothing).
     assert (sum(moved) > 0) == (ranks > 1)
+
+
+#: MPICH's test setting that splits one machine's ranks into two "nodes", even and odd ranks:
+#: what ``MPI_COMM_TYPE_SHARED`` groups, and so which neighbours share a window.
+TWO_NODES = {"MPIR_CVAR_ODD_EVEN_CLIQUES": "1"}
+
+
+def test_neighbours_on_the_node_and_off_it_in_one_run(serial_digests) -> None:
+    """On two emulated nodes of two ranks each, a rank hears from its node neighbour through
+    the news in its inbox and from the other node by MPI in the same phases: the shallow
+    water still equals the serial executor, bit for bit."""
+    probe = run_mpi(
+        4, ["-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
+                  "node = sorted(c.Split_type(MPI.COMM_TYPE_SHARED).allgather(c.rank)); "
+                  "print(node) if c.rank == 0 else None"],
+        env=TWO_NODES,
+    )  # fmt: skip
+    if probe.stdout.strip() != "[0, 2]":
+        pytest.skip(f"this MPI does not split one machine into nodes: {probe.stdout.strip()}")
+    proc = run_mpi(4, ["-m", "tests.runtime.mpi_apps", "swe"], work=8, env=TWO_NODES)
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == len(configurations("swe")) * 4
+    digest, work = serial_digests["swe"]
+    for row in rows:
+        assert row["digest"] == digest and row["work"] == work, row
