@@ -29,13 +29,18 @@ cells still hold what this phase must see), and out of the arrived messages into
 cells — and, right after its kernel, packs its part of the next phase's messages
 (:mod:`grapeshot.model.task_halos`). The copies then happen in the task, on the data its kernel
 is about to read or has just written, and count as its work. The messages the tasks packed
-leave as soon as the phase's last task ran, before the rank's own bookkeeping between the
-phases (:meth:`RankRunner._packed`).
+leave as soon as the phase's last task ran: from its compiled call where they all go to node
+neighbours (:attr:`Fusion.tells <grapeshot.runtime.fusion.Fusion.tells>`), else before the
+rank's own bookkeeping between the phases (:meth:`RankRunner._packed`).
 
-Grid messages land where the plan puts them (:mod:`grapeshot.runtime.mailboxes`): each
-phase's receives are posted before its sends, into one of two inboxes used on alternate
-rounds; between ranks of one node the inboxes are a shared-memory window that the sender
-writes straight into, and the MPI message carries only the news.
+Grid messages land where the plan puts them (:mod:`grapeshot.runtime.mailboxes`), in one of
+two inboxes used on alternate rounds: from other nodes by MPI receives posted before the
+phase's sends; between ranks of one node the inboxes are a shared-memory window that the
+sender writes straight into, the last word of the header (its news,
+:mod:`grapeshot.model.news`) telling that the message is whole, with no MPI message. Where a
+fused phase's messages all come from node neighbours, its tasks wait for them themselves and
+the phase is one compiled call (:attr:`Fusion.hears
+<grapeshot.runtime.fusion.Fusion.hears>`).
 
 Tasks run on the calling (main) thread and, with ``threads > 1``, on ``threads - 1`` worker
 threads that take them (or runs of them, for batches) from the same FIFO queue; kernels and
