@@ -24,7 +24,7 @@ A file outside the package (a user's program, its helpers, a test or benchmark m
 whose cached functions call grapeshot's (a ``Batch`` calling
 :func:`~grapeshot.model.task_halos.task_begins`, a kernel reading the clock) has the same
 hazard, and no stamp of this package to compare with: there numba's cache locators are
-wrapped (:func:`stamp_callers`) so that such a file's *source stamp*, which numba keeps in
+wrapped (:func:`_stamp_callers`) so that such a file's *source stamp*, which numba keeps in
 the cache's index and compares before loading, holds :func:`sources_digest` of the grapeshot
 modules the file imports besides the file's own stamp. Changed grapeshot modules make the
 index stale, and numba compiles afresh (and overwrites it) as after an edit of the file.
@@ -234,27 +234,17 @@ def _cache_dirs(source: Path) -> list[Path]:
     return dirs
 
 
-def _clear_in(folder: Path, stem: str) -> int:
-    """Delete the cached functions of the file ``stem`` in ``folder``; how many went."""
-    n = 0
-    for pattern in (f"{stem}.*.nbi", f"{stem}.*.nbc"):
-        for f in folder.glob(pattern):
-            with contextlib.suppress(FileNotFoundError):
-                f.unlink()
-                n += 1
-    return n
-
-
-def _offset_counter(module: ModuleType) -> None:
-    """Start ``module.FunctionIdentity``'s symbol counter at a random 48-bit offset (about
-    ``1e-9`` that two processes' first million symbols overlap)."""
-    start = int.from_bytes(os.urandom(6), "little") | 1 << 48
-    module.FunctionIdentity._unique_ids = itertools.count(start)
-
-
 def _clear(stale: list[Path]) -> int:
     """Delete the cached functions of the files ``stale``; how many cache files went."""
-    return sum(_clear_in(folder, source.stem) for source in stale for folder in _cache_dirs(source))
+    n = 0
+    for source in stale:
+        for folder in _cache_dirs(source):
+            for pattern in (f"{source.stem}.*.nbi", f"{source.stem}.*.nbc"):
+                for f in folder.glob(pattern):
+                    with contextlib.suppress(FileNotFoundError):
+                        f.unlink()
+                        n += 1
+    return n
 
 
 def _clear_batches(folder: Path, stale: set[str] | None, package: str) -> int:
@@ -347,6 +337,13 @@ def refresh(root: Path = PACKAGE, stamp: Path = STAMP, batches: Path | None = No
             return deleted
     except OSError:  # a read-only install: numba cannot write a cache there either
         return 0
+
+
+def _offset_counter(module: ModuleType) -> None:
+    """Start ``module.FunctionIdentity``'s symbol counter at a random 48-bit offset (about
+    ``1e-9`` that two processes' first million symbols overlap)."""
+    start = int.from_bytes(os.urandom(6), "little") | 1 << 48
+    module.FunctionIdentity._unique_ids = itertools.count(start)
 
 
 @cache

@@ -70,27 +70,27 @@ def _storer(ordering: str | None):
 _store_release, _store_word = _storer("release"), _storer(None)
 
 
-@intrinsic
-def _load_acquire(typingctx, array, offset):
-    if not _contiguous(array) or not isinstance(offset, types.Integer):
-        return None
+def _loader(ordering: str | None):
+    """An intrinsic loading the int64 at a byte offset of an array, as an atomic load of
+    ``ordering`` (``None``: a plain load)."""
 
-    def codegen(context, builder, signature, args):
-        pointer = _word_pointer(context, builder, signature.args[0], args[0], args[1])
-        return builder.load_atomic(pointer, "acquire", 8)
+    @intrinsic
+    def load(typingctx, array, offset):
+        if not _contiguous(array) or not isinstance(offset, types.Integer):
+            return None
 
-    return types.int64(array, offset), codegen
+        def codegen(context, builder, signature, args):
+            pointer = _word_pointer(context, builder, signature.args[0], args[0], args[1])
+            if ordering is None:
+                return builder.load(pointer)
+            return builder.load_atomic(pointer, ordering, 8)
+
+        return types.int64(array, offset), codegen
+
+    return load
 
 
-@intrinsic
-def _load_word(typingctx, array, offset):
-    if not _contiguous(array) or not isinstance(offset, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.load(_word_pointer(context, builder, signature.args[0], args[0], args[1]))
-
-    return types.int64(array, offset), codegen
+_load_acquire, _load_word = _loader("acquire"), _loader(None)
 
 
 @intrinsic

@@ -443,7 +443,7 @@ class RankRunner:
             reduce_seconds=tally.reduce_seconds,
             reductions=tally.reductions,
             halo_seconds=tally.halo_seconds,
-            wait_seconds=tally.wait_seconds + record.waited(),
+            wait_seconds=tally.wait_seconds + record.waited,
             serial=None,
             copied_bytes=tally.copied_bytes,
             started=self.clock.t0,

@@ -55,19 +55,10 @@ class Fusion:
         for their messages themselves (the runner sets ``views.expect``): positions of the
         partitions needing no message first, then the others; the source ranks in the order
         of the ``PIECE_SRC`` numbers.
-    ran
-        int ``(L,)``: per local partition, whether its task began in this round of a fused
-        phase (the runner zeroes it before each round).
-    halo_ns
-        int ``(L,)``: nanoseconds each task of the last batch call spent on its copies.
-    last
-        int ``(1,)``: scratch of the packing tasks.
-    news
-        int ``(1,)``: the news the next call of a telling phase writes (0: none).
     views
-        Every view of the one ``STATE`` array every row with copies shares, ``ran``,
-        ``halo_ns``, ``last`` and ``news`` among them
-        (:class:`~grapeshot.model.task_halos.StateViews`).
+        The views of the one ``STATE`` array every row with copies shares
+        (:class:`~grapeshot.model.task_halos.StateViews`); :attr:`ran`, :attr:`halo_ns`,
+        :attr:`last` and :attr:`news` are four of them.
     """
 
     halos: dict[int, tuple[tuple, tuple]]
@@ -75,11 +66,28 @@ class Fusion:
     prepacks: dict[int, int]
     tells: frozenset[int]
     hears: dict[int, tuple[np.ndarray, list[int]]]
-    ran: np.ndarray
-    halo_ns: np.ndarray
-    last: np.ndarray
-    news: np.ndarray
     views: StateViews
+
+    @property
+    def ran(self) -> np.ndarray:
+        """int ``(L,)``: per local partition, whether its task began in this round of a fused
+        phase (the runner zeroes it before each round)."""
+        return self.views.ran
+
+    @property
+    def halo_ns(self) -> np.ndarray:
+        """int ``(L,)``: nanoseconds each task of the last batch call spent on its copies."""
+        return self.views.halo_ns
+
+    @property
+    def last(self) -> np.ndarray:
+        """int ``(1,)``: scratch of the packing tasks."""
+        return self.views.last
+
+    @property
+    def news(self) -> np.ndarray:
+        """int ``(1,)``: the news the next call of a telling phase writes (0: none)."""
+        return self.views.news
 
     @classmethod
     def build(cls, plan: RankPlan, mail: Mailboxes, threads: int) -> Fusion:
@@ -93,7 +101,6 @@ class Fusion:
                    if plan.all_batched and set(mail.in_starts[k]) <= mail.shared_peers}  # fmt: skip
         # Every row with copies writes this one state.
         shared = new_state(n, True, max((len(h[1]) for h in hearing.values()), default=0))
-        views = state(shared)
         n_phases = len(plan.program.phases)
         prepacks = {k: (k + 1) % n_phases for k, (_, packs) in copies.items() if packs is not None}
         tells = frozenset(
@@ -131,12 +138,12 @@ class Fusion:
                 None if heads is None else heads[1],
             )
             halos[k] = (even, odd)
-        unfed = np.asarray(plan.unfed, dtype=np.int64)
-        fed = np.setdiff1d(np.arange(n, dtype=np.int64), unfed)
-        order = np.concatenate([unfed, fed])
-        hears = {k: (order, sources) for k, (_, sources) in hearing.items()}
-        return cls(halos, fused, prepacks, tells, hears, views.ran, views.halo_ns, views.last,
-                   views.news, views)  # fmt: skip
+        hears = {}
+        if hearing:  # the partitions needing no message first
+            unfed = np.asarray(plan.unfed, dtype=np.int64)
+            order = np.concatenate([unfed, np.setdiff1d(np.arange(n, dtype=np.int64), unfed)])
+            hears = {k: (order, sources) for k, (_, sources) in hearing.items()}
+        return cls(halos, fused, prepacks, tells, hears, state(shared))
 
     def packing(self, k: int, parity: int) -> tuple | None:
         """The ``halos`` tuple whose packing fills grid exchange ``k``'s messages of round

@@ -33,6 +33,7 @@ from grapeshot.runtime.watch import Watch
 from grapeshot.runtime.wire import (
     GRAPH,
     HALO,
+    check_grid_round,
     decode_items,
     encode_items,
     payload,
@@ -160,11 +161,8 @@ class Halos:
         if views.bad[0]:
             source = sources[int(views.bad[0]) - 1]
             views.bad[0] = 0
-            got = read_header(self.mail.received(k, self.messenger.parity(step), source)).round
-            raise RuntimeError(
-                f"grid message from rank {source} is of round {got}, expected "
-                f"{(step, k, HALO)}: the ranks' plans disagree"
-            )
+            raw = self.mail.received(k, self.messenger.parity(step), source)
+            check_grid_round(read_header(raw), step, k, source)
         sizes, log = self.heard_bytes[k], tally.message_log
         for source, nbytes, latency in zip(sources, sizes, views.latency_ns.tolist(), strict=False):
             log.append((source, nbytes, latency * 1e-9))

@@ -189,15 +189,19 @@ class Mailboxes:
         }
         return np.ctypeslib.as_array((ctypes.c_uint8 * span).from_address(bases[0]))
 
+    def _inbox_at(self, k: int, parity: int) -> int:
+        """Where inbox ``parity`` of phase ``k`` starts in :attr:`space`, bytes."""
+        return self.mine + self.layout[k][0] + parity * self.in_total[k]
+
     def inbox(self, k: int, parity: int) -> np.ndarray:
         """Inbox ``parity`` of phase ``k`` (uint8; messages at :attr:`in_starts`)."""
-        start = self.mine + self.layout[k][0] + parity * self.in_total[k]
+        start = self._inbox_at(k, parity)
         return self.space[start : start + self.in_total[k]]
 
     def received_at(self, k: int, parity: int, source: int) -> int:
         """Where the message from ``source`` in inbox ``parity`` of phase ``k`` starts in
         :attr:`space`, bytes."""
-        return self.mine + self.layout[k][0] + parity * self.in_total[k] + self.in_starts[k][source]
+        return self._inbox_at(k, parity) + self.in_starts[k][source]
 
     def received(self, k: int, parity: int, source: int) -> np.ndarray:
         """The message from ``source`` in inbox ``parity`` of phase ``k`` (header, payload)."""

@@ -24,7 +24,7 @@ from grapeshot.model.news import NEWS, first_news, news_of, publish
 from grapeshot.runtime.mailboxes import Mailboxes
 from grapeshot.runtime.results import Tally
 from grapeshot.runtime.watch import Watch
-from grapeshot.runtime.wire import HALO, read_header, stamp
+from grapeshot.runtime.wire import check_grid_round, read_header, stamp
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -177,11 +177,7 @@ class Messenger:
             (source, raw.nbytes, (time.time_ns() - header.sent_ns) * 1e-9)
         )
         self.watch.progress_at = time.perf_counter()
-        if header.round != (step, k, HALO):
-            raise RuntimeError(
-                f"grid message from rank {source} is of round {header.round}, expected "
-                f"{(step, k, HALO)}: the ranks' plans disagree"
-            )
+        check_grid_round(header, step, k, source)
         return source, raw
 
     def _next_grid(self, k: int, parity: int, block: bool) -> tuple[int, np.ndarray] | None:

@@ -134,21 +134,33 @@ class TaskRows:
     and only a record, a timeline or a rebalance on CPU seconds reads them.
     """
 
-    def __init__(self, clocks: list[ThreadClock] | None = None, record: TaskRecord | None = None):
+    def __init__(
+        self,
+        clocks: list[ThreadClock] | None = None,
+        record: TaskRecord | None = None,
+        waited: float = 0.0,
+    ) -> None:
         self._clocks = clocks or []
         self._record = record
         self._sums: tuple[float, float, float] | None = None
+        #: Seconds the tasks of batched calls waited for messages before they began
+        #: (:attr:`Fusion.hears <grapeshot.runtime.fusion.Fusion.hears>`), summed when taken.
+        self.waited = waited
 
     @classmethod
     def take(cls, clocks: list[ThreadClock]) -> TaskRows:
         """The rows ``clocks`` recorded; each clock starts afresh."""
         taken = []
+        waited = 0
         for clock in clocks:
             kept = ThreadClock()
             kept.rows, kept.shares = clock.rows, clock.shares
             clock.rows, clock.shares = [], []
             taken.append(kept)
-        return cls(clocks=taken)
+            for row in kept.rows:  # (a batch row of tasks that waited has their waits last)
+                if len(row) > 8:
+                    waited += int(row[8].sum())
+        return cls(clocks=taken, waited=waited * 1e-9)
 
     def record(self) -> TaskRecord:
         """The per-task columns (built once)."""
@@ -170,16 +182,6 @@ class TaskRows:
         if self._sums is None:
             self._sums = self._summed()
         return self._sums
-
-    def waited(self) -> float:
-        """Seconds the tasks of batched calls waited for messages before they began
-        (:attr:`Fusion.hears <grapeshot.runtime.fusion.Fusion.hears>`)."""
-        return sum(
-            int(row[8].sum()) * 1e-9
-            for clock in self._clocks
-            for row in clock.rows
-            if isinstance(row[0], np.ndarray) and len(row) > 8
-        )
 
     def _summed(self) -> tuple[float, float, float]:
         if self._record is not None:

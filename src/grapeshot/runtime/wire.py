@@ -75,6 +75,16 @@ def read_header(raw: np.ndarray) -> Header:
     return Header(*_WORDS.unpack_from(raw))
 
 
+def check_grid_round(header: Header, step: int, phase: int, source: int) -> None:
+    """Refuse a grid message from ``source`` whose round is not ``(step, phase, HALO)``: the
+    ranks' plans disagree on where it lies."""
+    if header.round != (step, phase, HALO):
+        raise RuntimeError(
+            f"grid message from rank {source} is of round {header.round}, expected "
+            f"{(step, phase, HALO)}: the ranks' plans disagree"
+        )
+
+
 def payload(raw: np.ndarray) -> np.ndarray:
     """The bytes after the header (a view)."""
     return raw[HEADER * 8 :]
