@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -410,7 +411,7 @@ def _steps(
     ) as bar:
         task = bar.add_task(f"{program.name} {program.scene}", total=request.steps)
         bar.update(task, completed=0 if index is None else index.step)
-        progress = (lambda s: bar.update(task, completed=s + 1)) if rank == 0 else None
+        progress = None if bar.disable else _throttled(lambda s: bar.update(task, completed=s + 1))
         starting.close()
         with guard.deferred():
             outcome = run_program(
@@ -422,6 +423,20 @@ def _steps(
                 probe_network=record is not None, task_rows=task_rows,
             )  # fmt: skip
     return outcome, migrations
+
+
+def _throttled(update: Callable[[int], None], seconds: float = 0.05) -> Callable[[int], None]:
+    """``update`` called at most every ``seconds`` (a progress bar redraws ten times a
+    second; rank 0 calls this between steps, on the path of the steps)."""
+    last = [-float("inf")]
+
+    def call(step: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            last[0] = now
+            update(step)
+
+    return call
 
 
 def _finish(outcome, prepared, migrations, *, record, timeline):

@@ -360,6 +360,57 @@ def task_begins(halos, stamps, t, i) -> None:
         st[_RAN + n + t] = now_ns() - start
 
 
+#: A phase's row of the control array of a compiled run of phases
+#: (:mod:`grapeshot.runtime.compiled_steps`): what :func:`phase_begins` sets before its call
+#: (its round's parity, the news its tasks wait for, the news its last call tells, whether
+#: its tasks copy their own halos) and :func:`phase_ends` writes after it (1 + the source of
+#: a message of another round, whether a task waited).
+CTL_ODD, CTL_EXPECT, CTL_TELL, CTL_FUSED, CTL_BAD, CTL_WAITED = range(6)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def phase_begins(halos, ctl) -> None:
+    """Set ``STATE`` for a phase's call as the runner does between phases: nothing begun
+    (``ctl[CTL_FUSED]``), the news to wait for and to tell, nothing heard yet."""
+    st = halos[STATE]
+    n = st[_N]
+    if ctl[CTL_FUSED] != 0:
+        for i in range(n):
+            st[_RAN + i] = 0
+    st[_EXPECT] = ctl[CTL_EXPECT]
+    if ctl[CTL_EXPECT] != 0:
+        heard = _RAN + 3 * n
+        for s in range(st[_S]):
+            st[heard + s] = 0
+    st[_NEWS] = ctl[CTL_TELL]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def phase_ends(halos, n, halo_out, wait_out, latency_out, ctl) -> None:
+    """After a phase's call of ``n`` tasks: its tasks' nanoseconds of copies into
+    ``halo_out`` and of waiting into ``wait_out`` (``ctl[CTL_WAITED]``: whether any waited),
+    each source's message time into ``latency_out``, a message of another round into
+    ``ctl[CTL_BAD]``; nothing to wait for any more."""
+    st = halos[STATE]
+    size = st[_N]
+    st[_EXPECT] = 0
+    ctl[CTL_BAD] = st[_BAD]
+    at = _RAN + size
+    if st.size <= at:  # not timed: nothing copied, waited or heard
+        return
+    for t in range(n):
+        halo_out[t] = st[at + t]
+    if st[_WAITS] != 0:
+        ctl[CTL_WAITED] = 1
+        for t in range(n):
+            wait_out[t] = st[at + size + t]
+            st[at + size + t] = 0
+        st[_WAITS] = 0
+    latency = at + 2 * size + st[_S]
+    for s in range(st[_S]):
+        latency_out[s] = st[latency + s]
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def batch_ends(halos, stamps, n) -> None:
     """Pack the last task's part of the next phase's messages, send those the runner asked

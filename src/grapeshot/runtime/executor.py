@@ -67,7 +67,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,6 +79,7 @@ from grapeshot.model.program import Block, Context, Phase, Program
 from grapeshot.model.task_halos import no_halos, pack_all
 from grapeshot.runtime.agreement import agreed
 from grapeshot.runtime.compile_clock import CompileClock
+from grapeshot.runtime.compiled_steps import CompiledSteps
 from grapeshot.runtime.copies import copy_within, gather, scatter
 from grapeshot.runtime.dispatch import Dispatch
 from grapeshot.runtime.fusion import Fusion
@@ -98,7 +99,7 @@ from grapeshot.runtime.wire import HEADER
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-    from grapeshot.runtime.checkpoint import Boundary
+    from grapeshot.runtime.checkpoint import Boundary, Decision
 
 __all__ = ["RankRunner", "run_tasks"]
 
@@ -297,6 +298,10 @@ class RankRunner:
         self.reducer = Reducer(coll, reduction, plan.local, tally, watch)
         self.migrator = Migrator(plan, exchange, coll, self.messenger, slots, tally, watch)
         self.work = WorkLog(plan)
+        self.steps = CompiledSteps.build(
+            plan, self.fusion, self.tasks, self.halos, slots, self.work, self.clock,
+            self.dispatch.clocks, tally, watch,
+        )  # fmt: skip
 
     def warm(self) -> None:
         """Compile (or load) everything a step calls, before the clock starts."""
@@ -309,6 +314,8 @@ class RankRunner:
             copy_within(flat[:0].copy(), none, none)
         for k in plan.batched:  # and the batches, on no partition
             self.tasks.of(k).warm()
+        if self.steps is not None:
+            self.steps.warm()
         pack_all(no_halos(1))  # the rank's packing of a round its tasks did not pack
         word = np.zeros(HEADER * 8, dtype=np.uint8)  # node neighbours' news, told and heard
         publish(word, NEWS * 8, news_of(self.start_step))
@@ -360,20 +367,9 @@ class RankRunner:
             try:
                 while True:
                     self.clock.start()
-                    decision = None
-                    while True:
-                        for k, phase in enumerate(program.phases):
-                            self.run_phase(step, k, phase, ctx)
-                        self.work.record()
-                        if on_step is not None:
-                            on_step(step)
-                        step += 1
-                        if boundary is not None:
-                            self.watch.waiting_for = f"the ranks' agreement after step {step}"
-                            decision = boundary(step)
-                        if step == end or step in cutset or decision is not None:
-                            break
-                        ctx = Context(step, ctx.time + program.advance(ctx))
+                    # Where nothing between phases needs Python, several run in one call.
+                    steps = self.steps.run if self.steps is not None else self._phase_by_phase
+                    step, ctx, decision = steps(step, ctx, end, cutset, boundary, on_step)
                     self.messenger.finish_sends()
                     results.append(self._segment(ctx))
                     values = ctx.values
@@ -402,6 +398,34 @@ class RankRunner:
         self.messenger.close()
         self.mail.close()
         return results
+
+    def _phase_by_phase(
+        self,
+        step: int,
+        ctx: Context,
+        end: int,
+        cuts: Collection[int],
+        boundary: Boundary | None,
+        on_step: Callable[[int], None] | None,
+    ) -> tuple[int, Context, Decision | None]:
+        """Run steps from ``step`` (its context ``ctx``) phase by phase until ``end``, a step
+        of ``cuts`` or the agreement's decision; ``(the step reached, the last step's
+        context, the decision)``."""
+        program = self.plan.program
+        while True:
+            for k, phase in enumerate(program.phases):
+                self.run_phase(step, k, phase, ctx)
+            self.work.record()
+            if on_step is not None:
+                on_step(step)
+            step += 1
+            decision = None
+            if boundary is not None:
+                self.watch.waiting_for = f"the ranks' agreement after step {step}"
+                decision = boundary(step)
+            if step == end or step in cuts or decision is not None:
+                return step, ctx, decision
+            ctx = Context(step, ctx.time + program.advance(ctx))
 
     def _packed(self, step: int, k: int, nxt: int) -> None:
         """Phase ``k``'s tasks of ``step`` packed phase ``nxt``'s messages: they leave now,

@@ -155,16 +155,22 @@ class Halos:
         (:attr:`Fusion.hears <grapeshot.runtime.fusion.Fusion.hears>`): refuse a message of
         another round, log each one's time on the way (the tasks' waits are in their rows:
         :class:`~grapeshot.runtime.timeline.TaskRows`)."""
-        views, tally = self.fusion.views, self.tally
+        views = self.fusion.views
         views.expect[0] = 0
-        sources = self.fusion.hears[k][1]
-        if views.bad[0]:
-            source = sources[int(views.bad[0]) - 1]
-            views.bad[0] = 0
+        self.log_heard(step, k, int(views.bad[0]), views.latency_ns)
+
+    def log_heard(self, step: int, k: int, bad: int, latency_ns: np.ndarray) -> None:
+        """What :meth:`heard` does once the tasks of a hearing phase ran: refuse a message of
+        another round (``bad``: 1 + its source's number, 0 for none), log each source's
+        message and its time on the way (``latency_ns``, int ``(sources,)``)."""
+        sources, tally = self.fusion.hears[k][1], self.tally
+        if bad:
+            source = sources[bad - 1]
+            self.fusion.views.bad[0] = 0
             raw = self.mail.received(k, self.messenger.parity(step), source)
             check_grid_round(read_header(raw), step, k, source)
         sizes, log = self.heard_bytes[k], tally.message_log
-        for source, nbytes, latency in zip(sources, sizes, views.latency_ns.tolist(), strict=False):
+        for source, nbytes, latency in zip(sources, sizes, latency_ns.tolist(), strict=False):
             log.append((source, nbytes, latency * 1e-9))
         tally.copied_bytes += self.heard_total[k]
         self.watch.progress_at = time.perf_counter()
@@ -173,12 +179,17 @@ class Halos:
         """Count grid exchange ``k``'s messages of ``step`` as sent: all to node neighbours,
         packed by the phase about to run, whose last call writes their headers and sends them
         (:attr:`Fusion.tells <grapeshot.runtime.fusion.Fusion.tells>`); the news it writes."""
+        self.count_told(k)
+        self.sent.add(k)
+        return news_of(step)
+
+    def count_told(self, k: int) -> None:
+        """Count a round of grid exchange ``k``'s messages, told by the phase before it
+        (:meth:`tell_ahead`), as sent, and its local halos as copied."""
         n, nbytes = self.told[k]
         self.messenger.count_grid(nbytes, n)
         self.tally.copied_bytes += self.local_bytes[k]
         self.rounds[k] += 1
-        self.sent.add(k)
-        return news_of(step)
 
     def send_grid(self, step: int, k: int) -> None:
         """Pack grid exchange ``k``'s messages into the mailboxes (unless the phase before's

@@ -337,21 +337,30 @@ def _loop(kernel: Dispatcher, ndim: int, field_ndims: tuple[int, ...]):
     for path in files or ():
         digest.update(str(path).encode())
         digest.update(path.read_bytes())
-    name = f"_grapeshot_batch_{digest.hexdigest()[:24]}"
-    module = sys.modules.get(name)
-    if module is None:
-        if cache:
-            path = cache_dir() / f"{name}.py"
-            with contextlib.suppress(OSError):  # no writable cache folder: in memory
-                _publish(path, source)
-                module = _module_from_file(path, name)
-        if module is None:
-            module = ModuleType(name)
-            exec(compile(source.replace("cache=True", "cache=False"), name, "exec"), vars(module))
-            sys.modules[name] = module
+    module, made = generated_module(f"_grapeshot_batch_{digest.hexdigest()[:24]}", source, cache)
+    if made:
         module.kernel = kernel
     _MADE[(id(kernel), ndim, field_ndims)] = (kernel, module.run)
     return module.run
+
+
+def generated_module(name: str, source: str, cache: bool) -> tuple[ModuleType, bool]:
+    """The module ``name`` of generated ``source`` and whether it was made now: from the cache
+    folder where ``cache`` (numba's on-disk cache then serves its functions), else in memory
+    with no cache (also where no cache folder can be written). ``name`` must carry every
+    input of ``source``'s compiled code."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module, False
+    if cache:
+        path = cache_dir() / f"{name}.py"
+        with contextlib.suppress(OSError):  # no writable cache folder: in memory
+            _publish(path, source)
+            return _module_from_file(path, name), True
+    module = ModuleType(name)
+    exec(compile(source.replace("cache=True", "cache=False"), name, "exec"), vars(module))
+    sys.modules[name] = module
+    return module, True
 
 
 def iparams_table(

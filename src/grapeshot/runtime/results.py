@@ -170,8 +170,12 @@ class WorkLog:
         elif plan.all_batched and not program.counts_work:
             self.cells = np.array([math.prod(plan.boxes[p].shape) for p in local], np.int64)
 
-    def record(self) -> None:
-        """Keep each local partition's work count of the step just done."""
+    def record(self, counts: np.ndarray | None = None) -> None:
+        """Keep each local partition's work count of the step just done (``counts``, int
+        ``(L,)``: read already, :attr:`at`'s entries at the step's end)."""
+        if counts is not None:
+            self.rows.append(counts)
+            return
         if self.at is not None:  # every count in one index (Batch.work)
             flat, bases = self.at
             self.rows.append(flat[bases])

@@ -153,18 +153,36 @@ class PhaseTasks:
 
         return task
 
-    def _batch(self, k: int) -> Callable:
-        plan, fusion = self.plan, self.fusion
-        program = plan.program
-        phase = program.phases[k]
-        batch, name = plan.batches[k], phase.name
-        arena = plan.arena
+    def batch_args(self, k: int) -> tuple[tuple, np.ndarray, np.ndarray]:
+        """``(arrays, bases, iparams)`` of batched phase ``k``'s calls: its fields' flat
+        arrays, int ``(fields, L)`` where each local partition starts in each, and its
+        iparams rows (:func:`~grapeshot.runtime.plain_batch.iparams_table`)."""
+        plan = self.plan
+        batch, arena = plan.batches[k], plan.arena
         arrays = tuple(arena.flat[f] for f in batch.fields)
         # The arena lists the partitions in the plan's local order.
         bases = np.array([arena.bases(f) for f in batch.fields], dtype=np.int64).reshape(
             len(batch.fields), len(plan.local)
         )
         iparams = iparams_table(batch, plan.boxes, plan.local, arena, self.rows.setdefault(k, {}))
+        return arrays, bases, iparams
+
+    def checks_after(self, k: int) -> bool:
+        """Whether batched phase ``k``'s calls need Python after them: the protocol's check
+        of a hand-written batch, a status word, or ``check_block``."""
+        program = self.plan.program
+        return (
+            type(program).check_block is not Program.check_block
+            or self.plan.batches[k].status is not None
+            or program.phases[k].batch is not None
+        )
+
+    def _batch(self, k: int) -> Callable:
+        plan, fusion = self.plan, self.fusion
+        program = plan.program
+        phase = program.phases[k]
+        batch, name = plan.batches[k], phase.name
+        arrays, bases, iparams = self.batch_args(k)
         run, params_of, values = batch.run, batch.params, self.slots.batch_values
         # Programs that keep the default check_block (no check) pay nothing per task for it.
         check = program.check_block
@@ -177,7 +195,7 @@ class PhaseTasks:
             status = (arrays[f], bases[f])
         # A batch the runtime generated (plain_batch) keeps the protocol by construction:
         # with no check_block either, nothing is left to check after its calls.
-        verdict = checked or batch.status is not None or phase.batch is not None
+        verdict = self.checks_after(k)
         local = np.asarray(plan.local, dtype=np.int64)
         boxes, blocks = plan.boxes, plan.blocks
         by_parity = fusion.halos[k]
