@@ -139,8 +139,14 @@ class Boundary:
         self.every, self.seconds, self.pending = every, seconds, pending
         self.root = self.comm.Get_rank() == 0
         self.last = time.monotonic()
-        self.send = np.zeros(2, dtype=np.int64)
-        self.recv = np.zeros(2, dtype=np.int64)
+        #: ``(signal, checkpoint due, -steps proposed)``: the maximum is the agreement.
+        self.send = np.zeros(3, dtype=np.int64)
+        self.recv = np.zeros(3, dtype=np.int64)
+        #: Steps this rank would run before it is asked again (the runner sets it before a
+        #: call); ``ahead``, the fewest any rank proposed at the boundary before, agreed: how
+        #: many steps every rank may run before the next boundary it asks (1: every one).
+        self.propose = 1
+        self.ahead = 1
         self.request: MPI.Request | None = None
         #: The persistent allreduce, made at the first boundary; ``persistent``: whether the
         #: MPI has them (else an MPI-3 allreduce each boundary).
@@ -165,6 +171,7 @@ class Boundary:
             self.request.Wait()
             self.request = None
             self.agreed = (int(self.recv[0]), bool(self.recv[1]))
+            self.ahead = max(1, int(-self.recv[2]))
         signal, due = self.agreed
         decision = decide(step, self.end, self.every if self.writer else None, due, signal)
         if decision is not None and not self.writer:
@@ -186,6 +193,7 @@ class Boundary:
         self.send[0] = self.pending()
         overdue = self.seconds is not None and now - self.last >= self.seconds
         self.send[1] = int(self.root and self.writer is not None and overdue)
+        self.send[2] = -max(1, int(self.propose))
         if self.agreement is None and self.persistent:  # one, started at every boundary
             try:
                 self.agreement = self.comm.Allreduce_init(self.send, self.recv, op=self.op)
@@ -197,6 +205,13 @@ class Boundary:
         else:
             self.request = self.comm.Iallreduce(self.send, self.recv, op=self.op)
         return decision
+
+    def forced_after(self, step: int) -> int:
+        """The first boundary after ``step`` whose decision its number may force (a
+        checkpoint every ``every`` steps, the run's end): one no rank may skip."""
+        if self.writer is None or not self.every:
+            return self.end
+        return min(self.end, (step // self.every + 1) * self.every)
 
     def save(
         self,
