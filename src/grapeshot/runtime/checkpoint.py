@@ -7,7 +7,10 @@ rebalance): all ranks have finished the same step and hold their partitions' blo
 passed) and whether to stop (a SIGTERM or SIGINT that reached *any* rank). The ranks agree
 through one small non-blocking allreduce per step (a persistent one, started at a boundary and
 read at the next): a signal or rank 0's clock acts one step later, and no rank waits for the
-others to learn it.
+others to learn it. The same allreduce agrees on how many steps every rank may run before it
+asks again (:attr:`Boundary.ahead`, the fewest any rank proposed: ranks that run several
+steps in one compiled call, :mod:`grapeshot.runtime.compiled_steps`, skip the boundaries in
+between, all alike, but never one where the run ends or a checkpoint falls by its number).
 
 A checkpoint (:mod:`grapeshot.model.checkpoint_file` for the format) is written by every rank
 at once, one file each, then rank 0 writes the index that names them and renames it into

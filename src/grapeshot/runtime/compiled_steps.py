@@ -1,4 +1,4 @@
-"""A rank's phases run one after another in one compiled call, with Python once a step.
+"""A rank's phases, several steps of them, in one compiled call: Python between calls only.
 
 Between two phases a rank's own Python (the last call's rows, the next phase's round, its
 parameters, the batch call's dispatch) is on the path of every neighbour waiting for the next
@@ -19,13 +19,19 @@ them, in compiled code, what the runner does
 (:func:`~grapeshot.model.task_halos.phase_begins`,
 :func:`~grapeshot.model.task_halos.phase_ends`).
 
-Python runs once a step, before the step's last phase: the last phase's messages belong to the
-next step, and go only where the run goes on, which the ranks' agreement of the step's end
-(:class:`~grapeshot.runtime.checkpoint.Boundary`) says. So one call runs a step's last phase
-and the next step's other phases; the first call of a segment its first step's phases but the
-last, and its last call the last phase alone. Between calls the rank takes the calls' rows,
-logs, counts and work, calls ``on_step``, asks the agreement and makes the next call's
-parameters. The fields, messages, records and counters are those of the phase-by-phase runner
+Python runs between calls, before a step's last phase: the last phase's messages belong to
+the next step, and go only where the run goes on, which the ranks' agreement at the step's end
+(:class:`~grapeshot.runtime.checkpoint.Boundary`) says. So a call runs a step's last phase,
+then as many whole steps as every rank agreed to run before the next boundary any of them
+asks (:attr:`Boundary.ahead <grapeshot.runtime.checkpoint.Boundary.ahead>`: each rank proposes
+the steps that fill about :data:`AHEAD_SECONDS` of its last call, the fewest proposed wins,
+and no call runs past a step where the run must stop, is cut or writes a checkpoint by its
+number), then the following step's phases but the last. A segment's first call runs its first
+step's phases but the last, and its last call the last phase alone. Between calls the rank
+keeps the calls' rows, logs, counts and work, calls ``on_step`` for each step done, asks the
+agreement and makes the next call's parameters (every step's, one after the other). A signal
+or a checkpoint due by the clock acts at the next boundary asked, within a call's time. The
+fields, messages, records and counters are those of the phase-by-phase runner
 (:meth:`~grapeshot.runtime.executor.RankRunner.run_phase`), bit for bit.
 """
 
@@ -56,7 +62,7 @@ from grapeshot.runtime.fusion import Fusion
 from grapeshot.runtime.halos import Halos
 from grapeshot.runtime.plain_batch import generated_module
 from grapeshot.runtime.rank_plan import RankPlan
-from grapeshot.runtime.results import Tally, WorkLog
+from grapeshot.runtime.results import WorkLog
 from grapeshot.runtime.tasks import PartSlots, PhaseTasks
 from grapeshot.runtime.timeline import RunClock, ThreadClock
 from grapeshot.runtime.watch import Watch
@@ -164,12 +170,10 @@ class CompiledSteps:
         work: WorkLog,
         clock: RunClock,
         thread_clock: ThreadClock,
-        tally: Tally,
         watch: Watch,
     ) -> None:
-        self.plan, self.fusion, self.tasks, self.halos = plan, fusion, tasks, halos
-        self.work, self.clock, self.thread_clock = work, clock, thread_clock
-        self.tally, self.watch = tally, watch
+        self.plan, self.fusion, self.halos = plan, fusion, halos
+        self.work, self.clock, self.thread_clock, self.watch = work, clock, thread_clock, watch
         self.messenger = halos.messenger
         program = plan.program
         self.n_phases = n_phases = len(program.phases)
@@ -218,7 +222,6 @@ class CompiledSteps:
         work: WorkLog,
         clock: RunClock,
         thread_clocks: list[ThreadClock],
-        tally: Tally,
         watch: Watch,
     ) -> CompiledSteps | None:
         """A :class:`CompiledSteps` for ``plan``, or ``None`` where something between its
@@ -244,7 +247,7 @@ class CompiledSteps:
                 or fusion.prepacks[before] != k
             ):
                 return None
-        return cls(plan, fusion, tasks, halos, slots, work, clock, thread_clocks[0], tally, watch)
+        return cls(plan, fusion, tasks, halos, slots, work, clock, thread_clocks[0], watch)
 
     def warm(self) -> None:
         """Compile (or load) the driver on no phase, before the clock starts."""

@@ -300,7 +300,7 @@ class RankRunner:
         self.work = WorkLog(plan)
         self.steps = CompiledSteps.build(
             plan, self.fusion, self.tasks, self.halos, slots, self.work, self.clock,
-            self.dispatch.clocks, tally, watch,
+            self.dispatch.clocks, watch,
         )  # fmt: skip
 
     def warm(self) -> None:
