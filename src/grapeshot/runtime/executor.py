@@ -246,6 +246,8 @@ class RankRunner:
         #: non-blocking collective only inside MPI calls, and node neighbours' halos make
         #: none): at each phase's start, so that it is done where the last phase asks.
         self.poke: Callable[[], object] = lambda: None
+        #: Where nothing between phases needs Python, what runs them several steps a call.
+        self.steps: CompiledSteps | None = None
         self.place(program, node_of, blocks, start_step)
 
     def place(
@@ -298,10 +300,12 @@ class RankRunner:
         self.reducer = Reducer(coll, reduction, plan.local, tally, watch)
         self.migrator = Migrator(plan, exchange, coll, self.messenger, slots, tally, watch)
         self.work = WorkLog(plan)
-        self.steps = CompiledSteps.build(
+        previous, self.steps = self.steps, CompiledSteps.build(
             plan, self.fusion, self.tasks, self.halos, slots, self.work, self.clock,
             self.dispatch.clocks, watch,
         )  # fmt: skip
+        if previous is not None and self.steps is not None:  # the steps a call runs, as before
+            self.steps.proposal = previous.proposal
 
     def warm(self) -> None:
         """Compile (or load) everything a step calls, before the clock starts."""
