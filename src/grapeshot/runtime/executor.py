@@ -40,7 +40,10 @@ sender writes straight into, the last word of the header (its news,
 :mod:`grapeshot.model.news`) telling that the message is whole, with no MPI message. Where a
 fused phase's messages all come from node neighbours, its tasks wait for them themselves and
 the phase is one compiled call (:attr:`Fusion.hears
-<grapeshot.runtime.fusion.Fusion.hears>`).
+<grapeshot.runtime.fusion.Fusion.hears>`). Where that holds of every phase, and nothing
+between phases needs Python (no reduction, migration or check), a rank runs several steps'
+phases in one compiled call (:mod:`grapeshot.runtime.compiled_steps`), as many as every rank
+agreed at the step's end; else it runs phase by phase (:meth:`RankRunner.run_phase`).
 
 Tasks run on the calling (main) thread and, with ``threads > 1``, on ``threads - 1`` worker
 threads that take them (or runs of them, for batches) from the same FIFO queue; kernels and
