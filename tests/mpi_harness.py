@@ -190,3 +190,21 @@ def run_mpi(
     if check and proc.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+#: MPICH's test setting that splits one machine's ranks into two "nodes", even and odd ranks:
+#: what ``MPI_COMM_TYPE_SHARED`` groups, and so which neighbours share a window.
+TWO_NODES = {"MPIR_CVAR_ODD_EVEN_CLIQUES": "1"}
+
+
+def skip_unless_two_nodes(n: int) -> None:
+    """Skip the test unless this MPI splits ``n`` ranks of one machine into two nodes, even
+    and odd ranks, under :data:`TWO_NODES`."""
+    probe = run_mpi(
+        n, ["-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
+                  "node = sorted(c.Split_type(MPI.COMM_TYPE_SHARED).allgather(c.rank)); "
+                  "print(node) if c.rank == 0 else None"],
+        env=TWO_NODES,
+    )  # fmt: skip
+    if probe.stdout.strip() != str(list(range(0, n, 2))):
+        pytest.skip(f"this MPI does not split one machine into nodes: {probe.stdout.strip()}")

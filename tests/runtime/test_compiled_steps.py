@@ -12,13 +12,11 @@ import numpy as np
 import pytest
 
 from grapeshot.model.checkpoint_file import read_index
-from tests.mpi_harness import ROOT, run_mpi
+from tests.mpi_harness import ROOT, TWO_NODES, run_mpi, skip_unless_two_nodes
 
 pytestmark = pytest.mark.mpi
 
 ALLEN_CAHN = f"{ROOT / 'examples' / 'program' / 'allen_cahn.py'}:make_allen_cahn"
-#: MPICH's test setting that splits one machine's ranks into two "nodes", even and odd.
-TWO_NODES = {"MPIR_CVAR_ODD_EVEN_CLIQUES": "1"}
 
 
 def _run(n: int, args: list[str], env: dict[str, str] | None = None):
@@ -27,7 +25,7 @@ def _run(n: int, args: list[str], env: dict[str, str] | None = None):
     proc = run_mpi(n, ["-m", "tests.runtime.mpi_compiled_steps", *args, "--json"], env=env)
     calls = {
         int(rank): json.loads(steps)
-        for rank, steps in re.findall(r"compiled-steps (\d+) (\[.*\])", proc.stderr)
+        for rank, steps in re.findall(r"compiled-steps (\d+) (\[[^]]*\])", proc.stderr)
     }
     assert sorted(calls) == list(range(n)), proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1]), calls
@@ -58,14 +56,7 @@ def test_a_rank_that_runs_phase_by_phase_makes_every_rank_ask_at_every_step(
     node neighbour, and runs its phases in compiled calls; ranks 1 and 2 hear from the other
     node and run phase by phase. The ranks' agreement then gives one step a call: every rank
     asks at every step's end, the checkpoints are where they belong, the fields equal."""
-    probe = run_mpi(
-        3, ["-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
-                  "node = sorted(c.Split_type(MPI.COMM_TYPE_SHARED).allgather(c.rank)); "
-                  "print(node) if c.rank == 0 else None"],
-        env=TWO_NODES,
-    )  # fmt: skip
-    if probe.stdout.strip() != "[0, 2]":
-        pytest.skip(f"this MPI does not split one machine into nodes: {probe.stdout.strip()}")
+    skip_unless_two_nodes(3)
     placement = tmp_path / "strips.npy"
     np.save(placement, np.array([0, 2, 1], dtype=np.int64))
     program = ["--app", ALLEN_CAHN, "--cells", "96,32", "--parts", "3,1", "--steps", "20"]

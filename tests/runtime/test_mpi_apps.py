@@ -9,7 +9,7 @@ import json
 import pytest
 
 from grapeshot.runtime.serial import run_serial
-from tests.mpi_harness import run_mpi
+from tests.mpi_harness import TWO_NODES, run_mpi, skip_unless_two_nodes
 from tests.runtime.mpi_apps import CASES, FUSED, STEPS, configurations, make
 
 pytestmark = pytest.mark.mpi
@@ -41,23 +41,11 @@ def test_apps_on_ranks_equal_serial(ranks, serial_digests) -> None:
     assert (sum(moved) > 0) == (ranks > 1)
 
 
-#: MPICH's test setting that splits one machine's ranks into two "nodes", even and odd ranks:
-#: what ``MPI_COMM_TYPE_SHARED`` groups, and so which neighbours share a window.
-TWO_NODES = {"MPIR_CVAR_ODD_EVEN_CLIQUES": "1"}
-
-
 def test_neighbours_on_the_node_and_off_it_in_one_run(serial_digests) -> None:
     """On two emulated nodes of two ranks each, a rank hears from its node neighbour through
     the news in its inbox and from the other node by MPI in the same phases: the shallow
     water still equals the serial executor, bit for bit."""
-    probe = run_mpi(
-        4, ["-c", "from mpi4py import MPI; c = MPI.COMM_WORLD; "
-                  "node = sorted(c.Split_type(MPI.COMM_TYPE_SHARED).allgather(c.rank)); "
-                  "print(node) if c.rank == 0 else None"],
-        env=TWO_NODES,
-    )  # fmt: skip
-    if probe.stdout.strip() != "[0, 2]":
-        pytest.skip(f"this MPI does not split one machine into nodes: {probe.stdout.strip()}")
+    skip_unless_two_nodes(4)
     proc = run_mpi(4, ["-m", "tests.runtime.mpi_apps", "swe"], work=8, env=TWO_NODES)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(rows) == len(configurations("swe")) * 4
