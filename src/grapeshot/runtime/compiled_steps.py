@@ -64,7 +64,7 @@ from grapeshot.runtime.plain_batch import generated_module
 from grapeshot.runtime.rank_plan import RankPlan
 from grapeshot.runtime.results import WorkLog
 from grapeshot.runtime.tasks import PartSlots, PhaseTasks
-from grapeshot.runtime.timeline import RunClock, ThreadClock
+from grapeshot.runtime.timeline import RunClock, ThreadClock, batch_row
 from grapeshot.runtime.watch import Watch
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ def driver(runs: list[Dispatcher]) -> Dispatcher:
 class CompiledSteps:
     """Runs a segment's steps in compiled calls of several phases (see the module).
 
-    Built by :meth:`build` where the rank's plan allows it (else ``None``); one per plan.
+    One per plan, where :meth:`fits` says it does.
     """
 
     def __init__(
@@ -182,7 +182,7 @@ class CompiledSteps:
         thread_clock: ThreadClock,
         watch: Watch,
     ) -> None:
-        self.plan, self.fusion, self.halos = plan, fusion, halos
+        self.plan, self.fusion, self.tasks, self.halos = plan, fusion, tasks, halos
         self.work, self.clock, self.thread_clock, self.watch = work, clock, thread_clock, watch
         self.messenger = halos.messenger
         program = plan.program
@@ -216,48 +216,36 @@ class CompiledSteps:
         #: Each phase's control row (:mod:`grapeshot.model.task_halos`) but its step's words.
         self.template = np.zeros((n_phases, _CTL), dtype=np.int64)
         self.template[:, CTL_FUSED] = [k in fusion.fused for k in range(n_phases)]
-        self.gil = tasks.gil.setdefault(0, [0.0, 0])
         #: Steps this rank proposes a call runs (:attr:`Boundary.propose
         #: <grapeshot.runtime.checkpoint.Boundary.propose>`), from its last call's.
         self.proposal = 1
 
-    @classmethod
-    def build(
-        cls,
-        plan: RankPlan,
-        fusion: Fusion,
-        tasks: PhaseTasks,
-        halos: Halos,
-        slots: PartSlots,
-        work: WorkLog,
-        clock: RunClock,
-        thread_clocks: list[ThreadClock],
-        watch: Watch,
-    ) -> CompiledSteps | None:
-        """A :class:`CompiledSteps` for ``plan``, or ``None`` where something between its
-        phases needs Python (the module says what does not)."""
+    @staticmethod
+    def fits(
+        plan: RankPlan, fusion: Fusion, tasks: PhaseTasks, work: WorkLog, threads: int
+    ) -> bool:
+        """Whether nothing between ``plan``'s phases needs Python (the module says what),
+        run with ``threads`` threads: then its phases can run several steps a call."""
         program = plan.program
         n_phases = len(program.phases)
-        if len(thread_clocks) != 1 or not plan.all_batched or not plan.local:
-            return None
+        if threads != 1 or not plan.all_batched or not plan.local:
+            return False
         if work.at is None and work.cells is None:  # Program.work, called per partition
-            return None
+            return False
         for k, phase in enumerate(program.phases):
             if phase.reduce is not None or phase.migrate is not None or phase.graph is not None:
-                return None
+                return False
             if tasks.checks_after(k) or not isinstance(plan.batches[k].run, Dispatcher):
-                return None
-            if phase.exchange is None:
-                continue
+                return False
             before = (k - 1) % n_phases
-            if (
+            if phase.exchange is not None and (
                 k not in plan.plans
                 or k not in fusion.hears
                 or before not in fusion.tells
                 or fusion.prepacks[before] != k
             ):
-                return None
-        return cls(plan, fusion, tasks, halos, slots, work, clock, thread_clocks[0], watch)
+                return False
+        return True
 
     def warm(self) -> None:
         """Compile (or load) the driver on no phase, before the clock starts."""
@@ -281,11 +269,8 @@ class CompiledSteps:
         decision)``, as the runner's loop of phases."""
         n_phases, halos, program = self.n_phases, self.halos, self.plan.program
         last = n_phases - 1
-        if program.phases[0].exchange is not None:
-            if 0 in halos.sent:  # told by the step before (run phase by phase)
-                halos.sent.discard(0)
-            else:
-                halos.send_grid(step, 0)
+        if program.phases[0].exchange is not None:  # (told where the step before ran here)
+            halos.send_untold(step, 0)
         if n_phases > 1:
             self._phases([(k, step, ctx, True) for k in range(last)], 0)
         while True:
@@ -374,16 +359,12 @@ class CompiledSteps:
         offset, rows = self.clock.stamp_offset, clock.rows
         for j in range(done):
             k, step = slots[j][:2]
-            row = (self.parts[k], step, k, 0, stamps[j], offset, 0.0)
-            if self.timed[k]:
-                row = (*row, halo_out[j])
-                if ctl[j, CTL_WAITED]:
-                    row = (*row, wait_out[j])
-            rows.append(row)
+            halo = halo_out[j] if self.timed[k] else None
+            waits = wait_out[j] if ctl[j, CTL_WAITED] else None
+            rows.append(batch_row(self.parts[k], step, k, 0, stamps[j], offset, 0.0, halo, waits))
         clock.stop()  # (the burst's share of a core goes to the rows above)
         if done and (end := int(stamps[done - 1, -1])):  # the GIL's wait after the call
-            self.gil[0] += max(0.0, back - self.clock.t0 - (end * 1e-9 + offset))
-            self.gil[1] += 1
+            self.tasks.returned(0, back, end)
         for j in range(min(done + 1, len(slots))):  # (the one that stopped it, last)
             k, step = slots[j][:2]
             if k in fusion.hears:

@@ -303,12 +303,14 @@ class RankRunner:
         self.reducer = Reducer(coll, reduction, plan.local, tally, watch)
         self.migrator = Migrator(plan, exchange, coll, self.messenger, slots, tally, watch)
         self.work = WorkLog(plan)
-        previous, self.steps = self.steps, CompiledSteps.build(
-            plan, self.fusion, self.tasks, self.halos, slots, self.work, self.clock,
-            self.dispatch.clocks, watch,
-        )  # fmt: skip
-        if previous is not None and self.steps is not None:  # the steps a call runs, as before
-            self.steps.proposal = previous.proposal
+        previous, self.steps = self.steps, None
+        if CompiledSteps.fits(plan, self.fusion, self.tasks, self.work, self.dispatch.threads):
+            self.steps = CompiledSteps(
+                plan, self.fusion, self.tasks, self.halos, slots, self.work, self.clock,
+                self.dispatch.clocks[0], watch,
+            )  # fmt: skip
+            if previous is not None:  # the steps a call runs, as before the re-plan
+                self.steps.proposal = previous.proposal
 
     def warm(self) -> None:
         """Compile (or load) everything a step calls, before the clock starts."""

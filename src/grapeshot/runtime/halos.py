@@ -129,10 +129,7 @@ class Halos:
                 hears = fusion.hears.get(k)
                 if hears is None:
                     self.messenger.post_grid_receives(step, k)
-                if k in self.sent:
-                    self.sent.discard(k)
-                else:
-                    self.send_grid(step, k)
+                self.send_untold(step, k)
                 if k in fusion.fused:
                     fusion.ran[:] = 0
                 if hears is not None:  # the tasks wait for their messages themselves
@@ -149,6 +146,14 @@ class Halos:
             need, first = plan.need_template.copy(), plan.unfed
             pending = list(plan.sources)
         return HaloRound(self, step, k, need, pending, start, first)
+
+    def send_untold(self, step: int, k: int) -> None:
+        """Send grid exchange ``k``'s messages of ``step``, unless the phase before told them
+        already (:meth:`tell_ahead`, :meth:`send_ahead`)."""
+        if k in self.sent:
+            self.sent.discard(k)
+        else:
+            self.send_grid(step, k)
 
     def heard(self, step: int, k: int) -> None:
         """After a phase whose tasks waited for their messages themselves

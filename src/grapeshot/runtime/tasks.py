@@ -24,7 +24,7 @@ from grapeshot.runtime.batch_checks import batch_verdict
 from grapeshot.runtime.fusion import Fusion
 from grapeshot.runtime.plain_batch import iparams_table
 from grapeshot.runtime.rank_plan import RankPlan
-from grapeshot.runtime.timeline import RunClock
+from grapeshot.runtime.timeline import RunClock, batch_row
 from grapeshot.runtime.watch import Watch
 
 
@@ -93,6 +93,14 @@ class PhaseTasks:
         #: last task ended in compiled code, to hold the GIL again and return (each thread
         #: writes its own entry). Near zero unless threads contend for the GIL.
         self.gil: dict[int, list] = {}
+
+    def returned(self, thread: int, back: float, end: int) -> None:
+        """Count the GIL's wait after a batched call on ``thread``: from its last stamp
+        ``end`` (``CLOCK_MONOTONIC`` ns) to ``back``, when Python ran again
+        (``time.perf_counter()``)."""
+        acc = self.gil.setdefault(thread, [0.0, 0])
+        acc[0] += max(0.0, back - self.clock.t0 - (end * 1e-9 + self.clock.stamp_offset))
+        acc[1] += 1
 
     def of(self, k: int) -> Callable:
         """The function that runs phase ``k`` on a list of local partitions (built once).
@@ -204,7 +212,7 @@ class PhaseTasks:
         ran, halo_ns, news_word = fusion.ran, fusion.halo_ns, fusion.news
         waits, wait_ns = fusion.views.waits, fusion.views.wait_ns
         params = [None, None]  # (context, its params): one step's calls share them
-        clock, watch, parity, gil = self.clock, self.watch, self.parity, self.gil
+        clock, watch, parity, returned = self.clock, self.watch, self.parity, self.returned
         perf_counter = time.perf_counter
 
         def task(
@@ -250,18 +258,18 @@ class PhaseTasks:
                 offset = clock.stamp_offset
                 end = int(stamps[-1])  # a Python int: numpy scalar arithmetic costs a µs
                 if back and end:  # batch_ends stamped the end: the GIL wait after it
-                    acc = gil.setdefault(thread, [0.0, 0])
-                    acc[0] += max(0.0, back - clock.t0 - (end * 1e-9 + offset))
-                    acc[1] += 1
-                # A batch row (timeline.ThreadClock): stamps become seconds after the run.
-                row = (local[positions], step, k, thread, stamps, offset, waited)
-                if timed:
-                    row = (*row, halo_ns[: positions.size].copy())
+                    returned(thread, back, end)
+                # Stamps become seconds after the run.
+                halo = halo_ns[: positions.size].copy() if timed else None
+                waiting = None
                 if waits[0]:  # tasks waited for messages before they began: no task's time
-                    row = (*row, wait_ns[: positions.size].copy())
+                    waiting = wait_ns[: positions.size].copy()
                     wait_ns[: positions.size] = 0
                     waits[0] = 0
-                rows.append(row)
+                rows.append(
+                    batch_row(local[positions], step, k, thread, stamps, offset, waited, halo,
+                              waiting)
+                )  # fmt: skip
 
         def warm() -> None:
             """Compile (or load) ``run`` and the checks after it on no partition, before the

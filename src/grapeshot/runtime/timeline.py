@@ -268,6 +268,26 @@ class ThreadClock:
         self.shares.extend([share] * (len(self.rows) - len(self.shares)))
 
 
+def batch_row(
+    parts: np.ndarray,
+    step: int,
+    k: int,
+    thread: int,
+    stamps: np.ndarray,
+    offset: float,
+    waited: float,
+    halo: np.ndarray | None = None,
+    waits: np.ndarray | None = None,
+) -> tuple:
+    """A batched call's row of :attr:`ThreadClock.rows`: its tasks' ``parts`` and ``stamps``
+    (ns), ``halo`` (ns of each task's copies, where it makes any) and ``waits`` (ns each task
+    waited for messages before it began, where any did: only with ``halo``)."""
+    row = (parts, step, k, thread, stamps, offset, waited)
+    if halo is None:
+        return row
+    return (*row, halo) if waits is None else (*row, halo, waits)
+
+
 class RunClock:
     """Where a rank's timeline starts, read when every rank leaves the barrier before step 0.
 
